@@ -1,0 +1,1 @@
+"""Public API layer: transformations, the compiled callable and the trace object."""

@@ -1,0 +1,118 @@
+"""Turn a traced program plus a transformation into kernel definitions.
+
+``build_kernel`` is the single place where each public transformation is
+mapped onto graph transforms and kernel inputs/outputs:
+
+=============  =========================================  =============================
+kind           kernel inputs                               kernel outputs
+=============  =========================================  =============================
+jit            primals                                     outputs
+grad           primals                                     x_bar for the argnums leaves
+value_and_grad primals                                     output, then x_bar
+vjp            primals, out_bar per output                 x_bar for every primal leaf
+jvp            primals, x_dot per primal leaf              outputs, then out_dot
+jacobian       primals                                     d_out_d_x per (output, argnums leaf)
+hessian        primals                                     d2_out_d_x_d_y per pair of leaves
+hvp            primals, x_dot per argnums leaf             hvp per argnums leaf
+=============  =========================================  =============================
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..emit.module import KernelDef
+from ..emit.printer import KernelIO
+from ..errors import SignatureError, format_error
+from ..trace.trace import TracedProgram
+from ..transforms import hessian_nodes, hvp_nodes, jacobian_nodes, jvp_nodes, vjp_nodes
+from ..transforms.higher import gradient_nodes
+
+KINDS = ("jit", "grad", "value_and_grad", "vjp", "jvp", "jacobian", "hessian", "hvp")
+
+
+@dataclass
+class BuiltKernel:
+    kernel: KernelDef
+    wrt: list[int]  # positions (in program.inputs) of the differentiated leaves
+
+
+def _scalar_output(p: TracedProgram, kind: str) -> int:
+    if len(p.outputs) != 1 or p.graph.shape(p.outputs[0]) != ():
+        shapes = [p.graph.shape(o) for o in p.outputs]
+        raise SignatureError(format_error(
+            f"{kind} needs a function with one scalar core output; {p.name} returns core shape(s) {shapes}",
+            "a gradient is defined for a real-valued (scalar) function",
+            "reduce the output (np.sum), or use symgrad.jacobian / symgrad.vjp for vector outputs"))
+    return p.outputs[0]
+
+
+def _out_names(p: TracedProgram) -> list[str]:
+    return ["out"] if len(p.outputs) == 1 else [f"out{i}" for i in range(len(p.outputs))]
+
+
+def build_kernel(p: TracedProgram, kind: str, wrt: list[int], parallel: bool = False) -> BuiltKernel:
+    """Append the derivative nodes for ``kind`` to ``p.graph``; describe the kernel.
+
+    Args:
+      p: the traced program (its graph grows).
+      kind: one of :data:`KINDS`.
+      wrt: indices into ``p.inputs`` of the leaves to differentiate.
+    """
+    g = p.graph
+    ins = [KernelIO(n, i, g.shape(i)) for n, i in zip(p.arg_names, p.inputs)]
+    xs = [p.inputs[k] for k in wrt]
+    xnames = [p.arg_names[k] for k in wrt]
+    outs: list[KernelIO] = []
+    onames = _out_names(p)
+    if kind == "jit":
+        outs = [KernelIO(n, o, g.shape(o)) for n, o in zip(onames, p.outputs)]
+        doc = f"{p.name}{tuple(p.arg_names)}"
+    elif kind in ("grad", "value_and_grad"):
+        y = _scalar_output(p, kind)
+        grads = gradient_nodes(g, y, xs)
+        outs = [KernelIO("out", y, ())] if kind == "value_and_grad" else []
+        outs += [KernelIO(f"{n}_bar", gid, g.shape(x)) for n, gid, x in zip(xnames, grads, xs)]
+        doc = f"Gradient of {p.name} w.r.t. ({', '.join(xnames)})"
+    elif kind == "vjp":
+        cts = [g.input(f"{n}_bar", g.shape(o)) for n, o in zip(onames, p.outputs)]
+        ins += [KernelIO(f"{n}_bar", c, g.shape(c)) for n, c in zip(onames, cts)]
+        bars = vjp_nodes(g, p.outputs, cts, xs)
+        outs = [KernelIO(f"{n}_bar", _zero(g, b, x), g.shape(x)) for n, b, x in zip(xnames, bars, xs)]
+        doc = f"VJP of {p.name}: cotangents ({', '.join(o + '_bar' for o in onames)}) -> ({', '.join(n + '_bar' for n in xnames)})"
+    elif kind == "jvp":
+        tans = [g.input(f"{n}_dot", g.shape(x)) for n, x in zip(xnames, xs)]
+        ins += [KernelIO(f"{n}_dot", t, g.shape(t)) for n, t in zip(xnames, tans)]
+        dots = jvp_nodes(g, xs, tans, p.outputs)
+        outs = [KernelIO(n, o, g.shape(o)) for n, o in zip(onames, p.outputs)]
+        outs += [KernelIO(f"{n}_dot", _zero(g, d, o), g.shape(o)) for n, d, o in zip(onames, dots, p.outputs)]
+        doc = f"JVP of {p.name}: tangents ({', '.join(n + '_dot' for n in xnames)}) -> outputs and their tangents"
+    elif kind == "jacobian":
+        blocks = jacobian_nodes(g, xs, p.outputs)
+        for on, row, o in zip(onames, blocks, p.outputs):
+            for xn, j, x in zip(xnames, row, xs):
+                outs.append(KernelIO(f"d_{on}_d_{xn}", j, g.shape(o) + g.shape(x)))
+        doc = f"Jacobian of {p.name} w.r.t. ({', '.join(xnames)})"
+    elif kind == "hessian":
+        y = _scalar_output(p, kind)
+        blocks = hessian_nodes(g, y, xs)
+        for an, row, a in zip(xnames, blocks, xs):
+            for bn, h, b in zip(xnames, row, xs):
+                outs.append(KernelIO(f"d2_out_d_{an}_d_{bn}", h, g.shape(a) + g.shape(b)))
+        doc = f"Hessian of {p.name} w.r.t. ({', '.join(xnames)})"
+    elif kind == "hvp":
+        y = _scalar_output(p, kind)
+        tans = [g.input(f"{n}_dot", g.shape(x)) for n, x in zip(xnames, xs)]
+        ins += [KernelIO(f"{n}_dot", t, g.shape(t)) for n, t in zip(xnames, tans)]
+        hv = hvp_nodes(g, y, xs, tans)
+        outs = [KernelIO(f"hvp_{n}", h, g.shape(x)) for n, h, x in zip(xnames, hv, xs)]
+        doc = f"Hessian-vector product of {p.name} w.r.t. ({', '.join(xnames)})"
+    else:
+        raise ValueError(f"unknown transformation {kind!r}; expected one of {KINDS}")
+    outs = [KernelIO(o.name, o.node if o.node is not None else o.node, o.shape) for o in outs]
+    return BuiltKernel(KernelDef(f"{p.name}_{kind}", doc, ins, outs, parallel=parallel), list(wrt))
+
+
+def _zero(g, nid, like):
+    import numpy as np
+
+    return g.const(np.zeros(g.shape(like))) if nid is None else nid

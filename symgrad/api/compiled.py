@@ -1,0 +1,193 @@
+"""The callable returned by ``jit``/``grad``/...: trace on first call, compile, cache.
+
+Each distinct (argument structure, core shapes) traces once; the generated
+module is cached in memory and on disk (keyed by a hash of the traced
+program), so a new process reuses compiled artifacts.  Calls with plain float
+arguments on scalar cores take a fast path straight into the compiled core.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from ..compile.cache import cache_key, cached_module, load_module
+from ..emit.module import emit_module
+from ..errors import SignatureError, format_error
+from ..trace.pytree import TreeDef, tree_flatten, tree_unflatten
+from ..trace.signature import parse_signature
+from ..trace.trace import TracedProgram, trace_program
+from .build import build_kernel
+from .stabilize_pass import stabilize_kernel
+
+__version_header__ = "symgrad"
+
+
+def normalize_argnums(argnums, nargs: int, fn_name: str) -> tuple[tuple[int, ...], bool]:
+    """(tuple of argnums, whether the user gave a single int)."""
+    single = isinstance(argnums, (int, np.integer)) and not isinstance(argnums, bool)
+    nums = (argnums,) if single else argnums
+    if not isinstance(nums, (tuple, list)) or not all(
+            isinstance(a, (int, np.integer)) and not isinstance(a, bool) for a in nums):
+        raise TypeError(f"argnums must be an int or a tuple of ints; got {argnums!r}")
+    out = []
+    for a in nums:
+        if not -nargs <= a < nargs:
+            raise ValueError(format_error(
+                f"argnums {a} is out of range for {fn_name} called with {nargs} positional argument(s)",
+                "argnums counts positional arguments from 0", f"use argnums between 0 and {nargs - 1}"))
+        out.append(int(a) % nargs)
+    return tuple(out), single
+
+
+def _leaf_ranges(in_tree: TreeDef) -> list[range]:
+    ranges, start = [], 0
+    for child in in_tree.children:
+        ranges.append(range(start, start + child.num_leaves))
+        start += child.num_leaves
+    return ranges
+
+
+@dataclass
+class Entry:
+    fn: Callable
+    assemble: Callable
+    program: TracedProgram
+    source_path: str
+    identity: bool
+
+
+class Compiled:
+    """A compiled transformation of a user function (see :func:`symgrad.jit` etc.)."""
+
+    def __init__(self, fn, kind: str, signature=None, argnums=0, stabilize=True, parallel=False):
+        if not callable(fn):
+            raise TypeError(f"expected a callable to transform; got {type(fn).__name__}")
+        self.fn, self.kind, self.argnums = fn, kind, argnums
+        self.name = getattr(fn, "__name__", "function")
+        self.signature = parse_signature(signature, self.name)
+        self.stabilize, self.parallel = stabilize, parallel
+        self._entries: dict = {}
+        self._fast = None
+        self._nfast = -1
+        self.__doc__ = f"symgrad.{kind} of {self.name}"
+
+    def __call__(self, *args):
+        fast = self._fast
+        if fast is not None and len(args) == self._nfast:
+            try:
+                return fast(*args)
+            except _Structure:
+                pass
+        return self._call(args)
+
+    def _call(self, args):
+        entry = self.entry_for(args)
+        leaves, _ = tree_flatten(args)
+        return entry.assemble(entry.fn(*leaves))
+
+    def entry_for(self, args) -> Entry:
+        leaves, in_tree = tree_flatten(tuple(args))
+        if self.signature is None:
+            cores = [()] * len(leaves)
+        else:
+            cores, _ = self.signature.bind([np.shape(l) for l in leaves], self.name)
+        key = (in_tree, tuple(cores))
+        entry = self._entries.get(key)
+        if entry is None:
+            entry = self._entries[key] = self._build(args, in_tree, cores)
+            if (self.signature is None and entry.identity and in_tree.kind == "tuple"
+                    and all(c.kind == "leaf" for c in in_tree.children)):
+                self._fast, self._nfast = entry.fn, len(leaves)
+        return entry
+
+    def _build(self, args, in_tree, cores) -> Entry:
+        program = trace_program(self.fn, args, [tuple(c) for c in cores])
+        self._check_outputs(program)
+        nums, single = normalize_argnums(self.argnums, len(args), self.name)
+        ranges = _leaf_ranges(in_tree)
+        if self.kind in ("jit", "vjp", "jvp"):
+            wrt = list(range(len(program.inputs)))
+        else:
+            wrt = [leaf for a in nums for leaf in ranges[a]]
+        key = cache_key(program.fingerprint(), program.arg_names, self.kind, wrt, self.stabilize, self.parallel)
+        kname = f"{program.name}_{self.kind}"
+        module = cached_module(kname, key)
+        if module is None:
+            built = build_kernel(program, self.kind, wrt, self.parallel)
+            header = _header(program, self.kind)
+            if self.stabilize:
+                header += stabilize_kernel(program.graph, built.kernel)
+            module = load_module(kname, key, emit_module(program.graph, [built.kernel], header))
+        fn = getattr(module, kname)
+        assemble, identity = _assembler(self.kind, program, nums, single, ranges, wrt)
+        return Entry(fn, assemble, program, module.__file__, identity)
+
+    def _check_outputs(self, p: TracedProgram) -> None:
+        sig = self.signature
+        if sig is None:
+            return
+        shapes = [p.graph.shape(o) for o in p.outputs]
+        if len(shapes) != len(sig.outputs) or any(len(s) != len(d) for s, d in zip(shapes, sig.outputs)):
+            raise SignatureError(format_error(
+                f"{self.name} returned core shape(s) {shapes}, but signature {sig.text!r} declares "
+                f"{len(sig.outputs)} output(s) with core dimensions {list(sig.outputs)}",
+                "outputs must match the signature's right-hand side", "fix the signature or the return value"))
+
+    def source(self, *args) -> str:
+        """The generated source for calling with ``args`` (compiling if needed)."""
+        with open(self.entry_for(args).source_path) as fh:
+            return fh.read()
+
+
+class _Structure(TypeError):
+    """Raised by the fast path when arguments are not plain arrays/floats."""
+
+
+def _header(p: TracedProgram, kind: str) -> list[str]:
+    from .._version import __version__
+
+    return [f"Generated by symgrad {__version__} from {p.origin} `{p.name}({', '.join(p.arg_names)})`: {kind}.",
+            "Do not edit; regenerate with symgrad. Kernels: <name>_f64/_f32 (one batch element),",
+            "<name>_f64_batch/_f32_batch (loop over the batch axis), <name> (NumPy gufunc entry point).",
+            f"program sha256 {p.fingerprint()[:16]}"]
+
+
+def _as_list(flat, n):
+    return [flat] if n == 1 else list(flat)
+
+
+def _assembler(kind, p: TracedProgram, nums, single, ranges, wrt):
+    """(function mapping flat kernel results to the user's structure, is-identity flag)."""
+    n_out = len(p.outputs)
+
+    def per_arg(values):
+        pos = {leaf: v for leaf, v in zip(wrt, values)}
+        trees = tuple(tree_unflatten(p.in_tree.children[a], [pos[l] for l in ranges[a]]) for a in nums)
+        return trees[0] if single else trees
+
+    if kind == "jit":
+        ident = p.out_tree.kind == "leaf" or (p.out_tree.kind == "tuple" and n_out > 1 and
+                                              all(c.kind == "leaf" for c in p.out_tree.children))
+        return (lambda flat: tree_unflatten(p.out_tree, _as_list(flat, n_out))), ident
+    if kind == "grad":
+        ident = all(p.in_tree.children[a].kind == "leaf" for a in nums) and (single or len(nums) > 1)
+        return (lambda flat: per_arg(_as_list(flat, len(wrt)))), ident
+    if kind == "value_and_grad":
+        return (lambda flat: (flat[0], per_arg(list(flat[1:])))), False
+    if kind == "jacobian":
+        def jac(flat):
+            vals = _as_list(flat, n_out * len(wrt))
+            rows = [per_arg(vals[i * len(wrt):(i + 1) * len(wrt)]) for i in range(n_out)]
+            return tree_unflatten(p.out_tree, rows)
+        ident = (n_out == 1 and single and p.out_tree.kind == "leaf"
+                 and p.in_tree.children[nums[0]].kind == "leaf")
+        return jac, ident
+    if kind == "hessian":
+        def hess(flat):
+            vals = _as_list(flat, len(wrt) ** 2)
+            rows = [per_arg(vals[i * len(wrt):(i + 1) * len(wrt)]) for i in range(len(wrt))]
+            return per_arg(rows)
+        return hess, False
+    return (lambda flat: flat), False

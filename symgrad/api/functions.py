@@ -1,0 +1,172 @@
+"""Public transformations with JAX's names: jit, grad, vjp, jvp, jacobian, hessian, hvp.
+
+Shapes follow the NumPy gufunc model.  With ``signature=None`` every argument
+is a scalar core and compiled functions broadcast elementwise over arrays of
+any shape, like ufuncs.  With a signature such as ``"(n)->()"`` arguments have
+the declared core dimensions and any extra leading dimensions are batch
+dimensions, looped over inside compiled code.  float32 inputs compute in
+float32, float64 in float64; integer inputs are converted to float64.
+"""
+from __future__ import annotations
+
+from ..trace.pytree import tree_flatten, tree_unflatten
+from .compiled import Compiled
+
+
+def jit(fun, signature: str | None = None, *, stabilize: bool = True, parallel: bool = False) -> Compiled:
+    """Compile ``fun`` (traced once per argument structure and core shapes).
+
+    Args:
+      fun: Python function of numpy-style arrays/scalars (pytrees allowed).
+      signature: gufunc signature such as ``"(n),()->()"``; None: all scalar cores.
+      stabilize: rewrite expressions into numerically stable forms.
+      parallel: loop over large batches on all cores (``numba.prange``).
+    Returns:
+      A callable with ``fun``'s arguments; outputs have ``batch + core`` shapes.
+    Raises:
+      TraceError: ``fun`` branches on, or converts to float, a traced value.
+      UnsupportedOperationError: ``fun`` calls a numpy function with no rule.
+      SignatureError, ShapeError, DTypeError: at call time, for bad arguments.
+
+    >>> import numpy as np, symgrad
+    >>> f = symgrad.jit(lambda x: np.log1p(np.exp(x)))
+    >>> float(f(0.0))
+    0.6931471805599453
+    """
+    return Compiled(fun, "jit", signature, stabilize=stabilize, parallel=parallel)
+
+
+def grad(fun, argnums=0, signature: str | None = None, *, stabilize: bool = True,
+         parallel: bool = False) -> Compiled:
+    """Gradient of a function with one scalar core output.
+
+    Args:
+      fun: function whose (only) output has core shape ``()``.
+      argnums: int, or tuple of ints (then a tuple of gradients is returned).
+      signature: gufunc signature; None means every argument is a scalar core,
+        so ``grad(f)(x)`` on an array returns the elementwise derivatives.
+    Returns:
+      Callable returning d out / d x with the shape of x (batch + core); units of out / x.
+    Raises:
+      SignatureError: the output is not a scalar core (use ``jacobian``).
+      TypeError / ValueError: argnums is not an int/tuple of ints, or out of range.
+
+    Reference: reverse accumulation, Griewank & Walther, *Evaluating Derivatives* (2008), ch. 3.
+
+    >>> import numpy as np, symgrad
+    >>> float(symgrad.grad(lambda x: x ** 3.5)(1.1))
+    4.441705696...
+    """
+    return Compiled(fun, "grad", signature, argnums, stabilize, parallel)
+
+
+def value_and_grad(fun, argnums=0, signature: str | None = None, *, stabilize: bool = True,
+                   parallel: bool = False) -> Compiled:
+    """Like :func:`grad` but returns ``(value, gradient)``, both from one compiled pass."""
+    return Compiled(fun, "value_and_grad", signature, argnums, stabilize, parallel)
+
+
+def jacobian(fun, argnums=0, signature: str | None = None, *, stabilize: bool = True) -> Compiled:
+    """Jacobian of ``fun``: for output core shape O and input core shape I, shape ``batch + O + I``.
+
+    Forward accumulation is used when the inputs have fewer elements than the
+    outputs, reverse accumulation otherwise; both push one identity seed
+    through the graph (no per-column loop in generated code).
+    """
+    return Compiled(fun, "jacobian", signature, argnums, stabilize)
+
+
+def hessian(fun, argnums=0, signature: str | None = None, *, stabilize: bool = True) -> Compiled:
+    """Hessian of a scalar-output function, forward-over-reverse; shape ``batch + I + I``.
+
+    With a tuple ``argnums`` the result is a nested tuple ``H[i][j]``.
+    """
+    return Compiled(fun, "hessian", signature, argnums, stabilize)
+
+
+def _cached(fun, kind, signature, stabilize):
+    cache = getattr(fun, "__symgrad_cache__", None)
+    if cache is None:
+        cache = {}
+        try:
+            fun.__symgrad_cache__ = cache
+        except (AttributeError, TypeError):
+            pass
+    key = (kind, signature, stabilize)
+    if key not in cache:
+        cache[key] = Compiled(fun, kind, signature, argnums=0, stabilize=stabilize)
+    return cache[key]
+
+
+def vjp(fun, *primals, signature: str | None = None, stabilize: bool = True):
+    """Value and vector-Jacobian product function at ``primals``.
+
+    Returns:
+      ``(out, vjp_fn)``; ``vjp_fn(out_bar)`` returns a tuple with one cotangent
+      per primal, shaped like it. ``out_bar`` has the structure and shape of ``out``.
+    """
+    fwd = _cached(fun, "jit", signature, stabilize)
+    back = _cached(fun, "vjp", signature, stabilize)
+    out = fwd(*primals)
+    leaves, in_tree = tree_flatten(primals)
+
+    def vjp_fn(out_bar):
+        ct_leaves, _ = tree_flatten(out_bar)
+        entry = back.entry_for(primals)
+        flat = entry.fn(*leaves, *ct_leaves)
+        flat = [flat] if len(leaves) == 1 else list(flat)
+        return tuple(tree_unflatten(in_tree, flat))
+
+    return out, vjp_fn
+
+
+def jvp(fun, primals, tangents, signature: str | None = None, stabilize: bool = True):
+    """``(out, out_dot)``: value and Jacobian-vector product in one compiled pass.
+
+    Args:
+      primals, tangents: tuples (or lists) with matching structure and shapes.
+    """
+    primals, tangents = tuple(primals), tuple(tangents)
+    if len(primals) != len(tangents):
+        raise ValueError(f"jvp: got {len(primals)} primal(s) but {len(tangents)} tangent(s); give one tangent per primal")
+    kern = _cached(fun, "jvp", signature, stabilize)
+    entry = kern.entry_for(primals)
+    p_leaves, _ = tree_flatten(primals)
+    t_leaves, t_tree = tree_flatten(tangents)
+    if len(t_leaves) != len(p_leaves):
+        raise ValueError("jvp: tangents must have the same structure as primals")
+    flat = entry.fn(*p_leaves, *t_leaves)
+    n = len(entry.program.outputs)
+    flat = list(flat)
+    outs, dots = flat[:n], flat[n:]
+    tree = entry.program.out_tree
+    return tree_unflatten(tree, outs), tree_unflatten(tree, dots)
+
+
+def hvp(fun, primals, tangents, signature: str | None = None, stabilize: bool = True):
+    """Hessian-vector product H(primals) @ tangents, forward-over-reverse, never forming H.
+
+    Returns one array per primal, shaped like it (a tuple if several primals).
+    Reference: Pearlmutter, "Fast exact multiplication by the Hessian" (1994).
+    """
+    primals, tangents = tuple(primals), tuple(tangents)
+    kern = Compiled(fun, "hvp", signature, argnums=tuple(range(len(primals))), stabilize=stabilize)
+    kern = _cached_hvp(fun, signature, stabilize, len(primals))
+    entry = kern.entry_for(primals)
+    p_leaves, in_tree = tree_flatten(primals)
+    t_leaves, _ = tree_flatten(tangents)
+    flat = entry.fn(*p_leaves, *t_leaves)
+    flat = [flat] if len(p_leaves) == 1 else list(flat)
+    out = tree_unflatten(in_tree, flat)
+    return out[0] if len(primals) == 1 else out
+
+
+def _cached_hvp(fun, signature, stabilize, n):
+    key = f"hvp{n}"
+    cache = getattr(fun, "__symgrad_cache__", None)
+    if cache is not None and (key, signature, stabilize) in cache:
+        return cache[(key, signature, stabilize)]
+    kern = Compiled(fun, "hvp", signature, argnums=tuple(range(n)), stabilize=stabilize)
+    if cache is not None:
+        cache[(key, signature, stabilize)] = kern
+    return kern

@@ -1,0 +1,130 @@
+"""Assemble a generated Python module: header, imports, helpers, kernels, wrappers.
+
+For every kernel the module holds, per dtype (float64, float32):
+
+* ``<name>_f64(...)``: the *core* function on one batch element; scalar
+  outputs are returned, array outputs are written into arrays passed in;
+* ``<name>_f64_batch(...)``: loops the core over the leading batch axis;
+
+and one Python entry point ``<name>(*args)`` that broadcasts batch
+dimensions (the NumPy gufunc model) and picks the dtype variant.  Kernels are
+``numba.njit(cache=True, fastmath=False, error_model="numpy")``: fastmath
+would reassociate and undo stable rewrites, and the numpy error model makes
+division by zero give inf/nan instead of raising.
+"""
+from __future__ import annotations
+
+import base64
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..ir.graph import Graph
+from .names import DTYPES, SUFFIX
+from .prelude import HELPERS, helpers_used
+from .printer import KernelIO, array_constants, print_body
+
+JIT = '@numba.njit(cache=True, fastmath=False, error_model="numpy")'
+JIT_PARALLEL = '@numba.njit(cache=True, fastmath=False, error_model="numpy", parallel=True)'
+RUNTIME_IMPORT = "from symgrad.runtime.gufunc import GufuncSpec, gufunc_call"
+
+
+@dataclass
+class KernelDef:
+    """One compiled entry point: its name, docstring, arguments and outputs."""
+
+    name: str
+    doc: str
+    args: list[KernelIO]
+    outputs: list[KernelIO]
+    comments: dict[int, str] = field(default_factory=dict)
+    parallel: bool = False
+
+
+def _encode(arr: np.ndarray) -> str:
+    data = base64.b64encode(np.ascontiguousarray(arr).tobytes()).decode()
+    return f'_decode("{data}", {arr.shape!r}, "{arr.dtype.name}")'
+
+
+def _indent(lines, n=1):
+    pad = "    " * n
+    return [pad + line if line else line for line in lines]
+
+
+def emit_kernel(g: Graph, k: KernelDef) -> tuple[list[str], list[str]]:
+    """(module-level constant lines, function lines) for kernel ``k``."""
+    consts = array_constants(g, [o.node for o in k.outputs])
+    cnames = {nid: f"_c{i}" for i, nid in enumerate(consts)}
+    const_lines = [f"_{k.name.upper()}_C{i} = {_encode(g.consts[nid])}" for i, nid in enumerate(consts)]
+    arg_names = [a.name for a in k.args]
+    arr_outs = [o.name for o in k.outputs if o.shape != ()]
+    sca_outs = [o.name for o in k.outputs if o.shape == ()]
+    params = ", ".join(arg_names + list(cnames.values()) + arr_outs)
+    batch_params = ", ".join(arg_names + list(cnames.values()) + [o.name for o in k.outputs])
+    ret = ", ".join(sca_outs)
+    lines: list[str] = []
+    for dtype in DTYPES:
+        sfx = SUFFIX[dtype]
+        body = print_body(g, k.args, k.outputs, dtype, cnames, k.comments)
+        lines += ["", "", JIT, f"def {k.name}_{sfx}({params}):", f'    """{k.doc} ({dtype} core)."""']
+        lines += _indent(body)
+        if ret:
+            lines.append(f"    return {ret}")
+        call_args = [f"{a}[_b]" for a in arg_names] + list(cnames.values()) + [f"{o}[_b]" for o in arr_outs]
+        call = f"{k.name}_{sfx}({', '.join(call_args)})"
+        stmt = f"{', '.join(o + '[_b]' for o in sca_outs)} = {call}" if sca_outs else call
+        first = k.outputs[0].name
+        variants = [(JIT, "range", "_batch")] + ([(JIT_PARALLEL, "numba.prange", "_pbatch")] if k.parallel else [])
+        for deco, rng, tag in variants:
+            lines += ["", "", deco, f"def {k.name}_{sfx}{tag}({batch_params}):",
+                      f'    """Loop {k.name}_{sfx} over the leading batch axis."""',
+                      f"    for _b in {rng}({first}.shape[0]):", f"        {stmt}"]
+    return const_lines, lines
+
+
+def emit_wrapper(k: KernelDef, const_count: int) -> list[str]:
+    arg_names = [a.name for a in k.args]
+    cores = tuple(a.shape for a in k.args)
+    out_cores = tuple(o.shape for o in k.outputs)
+    up = k.name.upper()
+    consts64 = ", ".join(f"_{up}_C{i}" for i in range(const_count))
+    lines = ["", "", f"_{up}_SPEC = GufuncSpec(",
+             f"    name={k.name!r}, in_cores={cores!r}, out_cores={out_cores!r},",
+             f"    kernels={{{', '.join(repr(d) + ': ' + k.name + '_' + SUFFIX[d] + '_batch' for d in DTYPES)}}},",
+             f"    parallel_kernels={{{', '.join(repr(d) + ': ' + k.name + '_' + SUFFIX[d] + '_pbatch' for d in DTYPES) if k.parallel else ''}}},",
+             f"    consts=({consts64}{',' if const_count else ''}),",
+             ")", "", "",
+             f"def {k.name}({', '.join(arg_names)}):",
+             f'    """{k.doc}."""']
+    if all(c == () for c in cores) and all(c == () for c in out_cores) and arg_names:
+        test = " and ".join(f"type({a}) is float" for a in arg_names)
+        call_args = ", ".join(arg_names + [f"_{up}_C{i}" for i in range(const_count)])
+        lines += [f"    if {test}:", f"        return {k.name}_f64({call_args})"]
+    lines.append(f"    return gufunc_call(_{up}_SPEC, ({', '.join(arg_names)}{',' if len(arg_names) == 1 else ''}))")
+    return lines
+
+
+def emit_module(g: Graph, kernels: list[KernelDef], header: list[str],
+                runtime_import: str = RUNTIME_IMPORT) -> str:
+    """The full source text of a module defining ``kernels``."""
+    const_lines: list[str] = []
+    func_lines: list[str] = []
+    wrapper_lines: list[str] = []
+    for k in kernels:
+        c, f = emit_kernel(g, k)
+        const_lines += c
+        func_lines += f
+        wrapper_lines += emit_wrapper(k, len(c))
+    body = "\n".join(func_lines)
+    helpers = helpers_used(body)
+    out = [f"# {line}" if line else "#" for line in header]
+    out += ["import base64", "import math", "", "import numba", "import numpy as np", "", runtime_import]
+    out += ["", "", "def _decode(data, shape, dtype):",
+            '    """A constant array stored in this file as base64 bytes."""',
+            "    return np.frombuffer(base64.b64decode(data), dtype=dtype).reshape(shape)"]
+    if const_lines:
+        out += [""] + const_lines
+    for h in helpers:
+        out += ["", HELPERS[h].strip("\n")]
+    out += func_lines + wrapper_lines
+    return "\n".join(out) + "\n"

@@ -1,0 +1,152 @@
+"""The traced program: a DAG of array-valued nodes, hash-consed as it is built.
+
+Every value is a node with a static shape (``()`` for scalars) and a kind
+(``'f'`` float or ``'b'`` boolean).  Nodes are created in topological order, so
+node ids are a valid evaluation order.  Building a node that already exists
+(same op, arguments and parameters) returns the existing id: this is common
+subexpression elimination by value numbering, and it keeps derivative graphs
+small because shared subexpressions stay shared.
+
+The op semantics (shape rules, derivatives, printing) live in the registry
+(:mod:`symgrad.ir.ops`); this module only stores nodes and applies the local
+algebraic simplifications every builder needs (x + 0, x * 1, pushing a
+multiplication into a ``where`` with a zero branch, constant folding).
+"""
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+
+import numpy as np
+
+__all__ = ["Node", "Graph"]
+
+
+@dataclass(frozen=True)
+class Node:
+    """One operation: ``op(*args; params)`` with a static ``shape`` and ``kind``."""
+
+    id: int
+    op: str
+    args: tuple[int, ...]
+    params: tuple
+    shape: tuple[int, ...]
+    kind: str = "f"
+
+
+@dataclass
+class Graph:
+    """A growing DAG of :class:`Node` s with value numbering."""
+
+    nodes: list[Node] = field(default_factory=list)
+    consts: dict[int, np.ndarray] = field(default_factory=dict)
+    _intern: dict = field(default_factory=dict)
+
+    # -- leaves -------------------------------------------------------------
+    def input(self, name: str, shape: tuple[int, ...]) -> int:
+        """A program input called ``name`` (unique per graph)."""
+        return self._add("input", (), (name,), tuple(shape), "f")
+
+    def const(self, value) -> int:
+        """A float constant (scalar or array), stored as float64."""
+        arr = np.asarray(value, dtype=np.float64)
+        arr = arr.copy() if arr.ndim else arr.reshape(())
+        key_params = ("c", arr.shape, arr.tobytes())
+        nid = self._add("const", (), key_params, arr.shape, "f")
+        self.consts.setdefault(nid, arr)
+        return nid
+
+    def bool_const(self, value) -> int:
+        arr = np.asarray(value, dtype=bool)
+        nid = self._add("bconst", (), ("b", arr.shape, arr.tobytes()), arr.shape, "b")
+        self.consts.setdefault(nid, arr)
+        return nid
+
+    # -- queries ------------------------------------------------------------
+    def __getitem__(self, nid: int) -> Node:
+        return self.nodes[nid]
+
+    def shape(self, nid: int) -> tuple[int, ...]:
+        return self.nodes[nid].shape
+
+    def is_const(self, nid: int, value: float | None = None) -> bool:
+        """True if ``nid`` is a constant (equal everywhere to ``value`` if given)."""
+        if self.nodes[nid].op != "const":
+            return False
+        if value is None:
+            return True
+        arr = self.consts[nid]
+        return bool(arr.size) and bool(np.all(arr == value))
+
+    def scalar_value(self, nid: int) -> float | None:
+        """The value of a constant that is the same everywhere, else None."""
+        if self.nodes[nid].op != "const":
+            return None
+        arr = self.consts[nid]
+        flat = arr.reshape(-1)
+        if flat.size and np.all(flat == flat[0]):
+            return float(flat[0])
+        return None
+
+    # -- building -----------------------------------------------------------
+    def apply(self, op: str, *args: int, params: tuple = ()) -> int:
+        """Add ``op(*args)`` after shape checking, simplification and folding."""
+        from .ops import REGISTRY  # ops imports graph; resolve lazily
+
+        opdef = REGISTRY.get(op)
+        if opdef is None:
+            raise KeyError(f"symgrad internal error: no op {op!r} in the registry")
+        shape, kind = opdef.infer([self.nodes[a] for a in args], params)
+        if opdef.simplify is not None:
+            simpler = opdef.simplify(self, args, params, shape)
+            if simpler is not None:
+                return simpler
+        if args and opdef.numpy is not None and all(self.nodes[a].op in ("const", "bconst") for a in args):
+            with np.errstate(all="ignore"):
+                val = opdef.numpy(*[self.consts[a] for a in args], *params)
+            val = np.broadcast_to(np.asarray(val), shape)
+            return self.bool_const(val) if kind == "b" else self.const(val)
+        if opdef.commutative:
+            args = tuple(sorted(args, key=lambda a: (self.nodes[a].op != "const", a)))
+        return self._add(op, tuple(args), params, shape, kind)
+
+    def _add(self, op, args, params, shape, kind) -> int:
+        key = (op, args, params)
+        nid = self._intern.get(key)
+        if nid is None:
+            nid = len(self.nodes)
+            self.nodes.append(Node(nid, op, args, params, tuple(int(s) for s in shape), kind))
+            self._intern[key] = nid
+        return nid
+
+    # -- whole-graph utilities ------------------------------------------------
+    def ancestors(self, outputs) -> list[int]:
+        """Ids of every node the ``outputs`` depend on (themselves included), sorted."""
+        seen = set()
+        stack = [o for o in outputs if o is not None]
+        while stack:
+            n = stack.pop()
+            if n in seen:
+                continue
+            seen.add(n)
+            stack.extend(self.nodes[n].args)
+        return sorted(seen)
+
+    def consumers(self) -> dict[int, list[int]]:
+        """Map each node id to the ids of the nodes that use it."""
+        users: dict[int, list[int]] = {}
+        for node in self.nodes:
+            for a in node.args:
+                users.setdefault(a, []).append(node.id)
+        return users
+
+    def fingerprint(self, outputs) -> str:
+        """sha256 over the sub-DAG reaching ``outputs``; stable across processes."""
+        h = hashlib.sha256()
+        order = self.ancestors(outputs)
+        local = {nid: i for i, nid in enumerate(order)}
+        for nid in order:
+            n = self.nodes[nid]
+            h.update(repr((n.op, tuple(local[a] for a in n.args), n.params, n.shape, n.kind)).encode())
+        h.update(repr([local.get(o) for o in outputs]).encode())
+        return h.hexdigest()

@@ -1,0 +1,124 @@
+"""The op registry: every primitive declares its semantics in one place.
+
+An :class:`OpDef` gives the shape rule, a NumPy reference implementation (used
+for constant folding and the reference interpreter), a SymPy form (for
+display and stabilisation), its derivative, and how it prints as Numba code.
+
+Elementwise ops give scalar ``partials`` once; :mod:`symgrad.transforms` derives
+both the JVP (``sum_i partial_i * x_i_dot``) and the VJP (``out_bar * partial_i``,
+reduced over broadcast axes) from them, so the two modes cannot drift (the
+approach of JAX's ``defjvp`` and autograd's ``defvjp``).  Structural (linear)
+ops give ``jvp`` and ``vjp`` rules that accept tangents/cotangents with ``nb``
+extra leading batch axes, which is how Jacobians and Hessians are built
+without unrolling one pass per basis vector.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from .graph import Graph, Node
+
+__all__ = ["OpDef", "REGISTRY", "register", "E", "broadcast_shapes"]
+
+
+@dataclass(frozen=True)
+class OpDef:
+    """Everything symgrad knows about one primitive.
+
+    Attributes:
+      name: NumPy-style name (``exp``, ``logaddexp``, ``contract``).
+      infer: ``(arg_nodes, params) -> (shape, kind)``.
+      numpy: reference implementation on ndarrays, ``numpy(*arrays, *params)``.
+      sympy: for elementwise ops, the scalar SymPy function ``sympy(*args)``.
+      partials: elementwise ops: ``partials(out, *args) -> tuple`` of :class:`E`
+        (or None for a zero partial), built from the primal output ``out``.
+      jvp / vjp: structural ops: ``jvp(g, node, tangents, nb)``,
+        ``vjp(g, node, cotangent, nb)``; see :mod:`symgrad.ir.rules.structural`.
+      emit: ``emit(ctx, node, arg_strs) -> str`` Numba expression.
+      nondiff: the op has no derivative (comparisons); must be explicit.
+      kink: the documented convention at non-differentiable points.
+      domain: per-argument sampling domain used by the rule tests.
+      ref: source of the derivative formula.
+    """
+
+    name: str
+    infer: Callable
+    emit: Callable
+    numpy: Callable | None = None
+    sympy: Callable | None = None
+    partials: Callable | None = None
+    jvp: Callable | None = None
+    vjp: Callable | None = None
+    simplify: Callable | None = None
+    elementwise: bool = False
+    commutative: bool = False
+    nondiff: bool = False
+    kink: str = ""
+    domain: tuple = ()
+    ref: str = ""
+
+
+REGISTRY: dict[str, OpDef] = {}
+
+
+def register(op: OpDef) -> OpDef:
+    """Add ``op`` to the registry; rejects duplicates and silent missing derivatives."""
+    if op.name in REGISTRY:
+        raise ValueError(f"op {op.name!r} is registered twice")
+    if not op.nondiff and op.partials is None and op.vjp is None and op.name not in ("input", "const", "bconst"):
+        raise ValueError(f"op {op.name!r} gives no derivative; pass nondiff=True if that is intended")
+    REGISTRY[op.name] = op
+    return op
+
+
+def broadcast_shapes(*shapes) -> tuple[int, ...]:
+    return tuple(np.broadcast_shapes(*shapes))
+
+
+class E:
+    """A node id with arithmetic operators, for writing derivative rules readably.
+
+    ``E(g, x)`` lets a rule say ``1 - out**2`` instead of nested ``g.apply`` calls.
+    """
+
+    __slots__ = ("g", "id")
+    __array_ufunc__ = None  # keep numpy scalars from hijacking the operators
+
+    def __init__(self, g: Graph, nid: int):
+        self.g, self.id = g, nid
+
+    def _c(self, other) -> int:
+        return other.id if isinstance(other, E) else self.g.const(other)
+
+    def _op(self, name, *others):
+        return E(self.g, self.g.apply(name, self.id, *[self._c(o) for o in others]))
+
+    def _rop(self, name, other):
+        return E(self.g, self.g.apply(name, self._c(other), self.id))
+
+    def __add__(self, o): return self._op("add", o)
+    def __radd__(self, o): return self._rop("add", o)
+    def __sub__(self, o): return self._op("sub", o)
+    def __rsub__(self, o): return self._rop("sub", o)
+    def __mul__(self, o): return self._op("mul", o)
+    def __rmul__(self, o): return self._rop("mul", o)
+    def __truediv__(self, o): return self._op("div", o)
+    def __rtruediv__(self, o): return self._rop("div", o)
+    def __pow__(self, o): return self._op("pow", o)
+    def __neg__(self): return self._op("neg")
+
+    def __getattr__(self, name):
+        if name.startswith("_") or name not in REGISTRY:
+            raise AttributeError(name)
+        return lambda *others: self._op(name, *others)
+
+    @property
+    def shape(self):
+        return self.g.shape(self.id)
+
+
+def node_shapes(nodes: list[Node]) -> list[tuple]:
+    return [n.shape for n in nodes]

@@ -1,0 +1,284 @@
+"""Elementwise primitives: one block per op, scalar partials given once.
+
+Each op broadcasts its arguments like the NumPy ufunc of the same name.
+``partials(out, *args)`` returns one entry per argument: an :class:`E`
+expression for d out / d arg (elementwise), or None for an identically zero
+partial.  Rules reuse the primal output ``out`` where that is cheaper
+(``exp' = out``), as JAX's ``defjvp2`` does.
+
+Kink conventions (derivatives at points where the function is not
+differentiable), chosen once and tested:
+
+* ``abs(x)`` at 0: derivative 0 (``sign(0) = 0``), as NumPy/JAX ``sign``.
+* ``maximum(a, b)`` at ``a == b``: the whole derivative goes to ``a``;
+  ``minimum`` likewise (TensorFlow's convention).  ReLU written as
+  ``np.maximum(x, 0)`` therefore has derivative 1 at 0; write
+  ``np.maximum(0, x)`` (or ``np.where(x > 0, x, 0)``) for derivative 0.
+* ``where(c, a, b)``: derivative of the taken branch only; the untaken
+  branch contributes an exact zero, never ``0 * nan``.
+* ``sign`` and comparisons: zero derivative / not differentiable.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import sympy as sp
+
+from ..graph import Graph
+from ..ops import E, OpDef, broadcast_shapes, register
+from ..sympy_funcs import erf_np, expm1, hypot, log1p, logaddexp, sigmoid, softplus
+
+_REAL, _POS, _UNIT, _ANY_NONZERO = "real", "positive", "unit", "nonzero"
+
+
+def _infer_float(nodes, params):
+    for n in nodes:
+        if n.kind != "f":
+            raise TypeError("a boolean value was used where a float is required")
+    return broadcast_shapes(*[n.shape for n in nodes]), "f"
+
+
+def _infer_bool(nodes, params):
+    return broadcast_shapes(*[n.shape for n in nodes]), "b"
+
+
+def _call(fn):
+    return lambda ctx, node, a: f"{fn}({', '.join(a)})"
+
+
+def _ew(name, nargs, np_fn, sp_fn, partials=None, *, emit=None, infix=None, domain=None,
+        ref="", kink="", simplify=None, commutative=False, nondiff=False, infer=_infer_float):
+    return register(OpDef(
+        name=name, infer=infer, numpy=np_fn, sympy=sp_fn, partials=partials,
+        emit=emit or _call(f"np.{name}"), elementwise=True, commutative=commutative,
+        nondiff=nondiff, domain=domain or (_REAL,) * nargs, ref=ref, kink=kink, simplify=simplify,
+    )) if infix is None else _register_infix(name, nargs, np_fn, sp_fn, partials, infix, domain,
+                                             ref, simplify, commutative, nondiff, infer)
+
+
+def _register_infix(name, nargs, np_fn, sp_fn, partials, infix, domain, ref, simplify, commutative,
+                    nondiff, infer):
+    symbol, _prec = infix
+    emit = (lambda ctx, node, a: f"-{a[0]}") if nargs == 1 else (lambda ctx, node, a: f"{a[0]} {symbol} {a[1]}")
+    op = OpDef(name=name, infer=infer, numpy=np_fn, sympy=sp_fn, partials=partials, emit=emit,
+               elementwise=True, commutative=commutative, nondiff=nondiff,
+               domain=domain or (_REAL,) * nargs, ref=ref, simplify=simplify)
+    INFIX[name] = infix
+    return register(op)
+
+
+INFIX: dict[str, tuple[str, int]] = {}
+
+# -- simplifications shared by the arithmetic ops ----------------------------
+
+def _where_zero_branch(g: Graph, nid: int):
+    """If ``nid`` is ``where(c, u, 0)`` or ``where(c, 0, u)``: (c, u, u_is_then)."""
+    n = g[nid]
+    if n.op != "where":
+        return None
+    c, a, b = n.args
+    if g.is_const(b, 0.0) and g.shape(b) == ():
+        return c, a, True
+    if g.is_const(a, 0.0) and g.shape(a) == ():
+        return c, b, False
+    return None
+
+
+def _push_into_where(g: Graph, name: str, x: int, other: int, other_first: bool):
+    """``where(c, u, 0) * y -> where(c, u * y, 0)``: the untaken branch stays an exact 0."""
+    hit = _where_zero_branch(g, x)
+    if hit is None:
+        return None
+    c, u, then = hit
+    inner = g.apply(name, other, u) if other_first else g.apply(name, u, other)
+    zero = g.const(0.0)
+    return g.apply("where", c, inner, zero) if then else g.apply("where", c, zero, inner)
+
+
+def _same_shape(g, nid, shape):
+    return g.shape(nid) == tuple(shape)
+
+
+def _simp_add(g, args, params, shape):
+    a, b = args
+    if g.is_const(b, 0.0) and _same_shape(g, a, shape):
+        return a
+    if g.is_const(a, 0.0) and _same_shape(g, b, shape):
+        return b
+    ha, hb = _where_zero_branch(g, a), _where_zero_branch(g, b)
+    if ha and hb and ha[0] == hb[0] and ha[2] != hb[2]:
+        then, other = (ha[1], hb[1]) if ha[2] else (hb[1], ha[1])
+        return g.apply("where", ha[0], then, other)
+    return None
+
+
+def _simp_sub(g, args, params, shape):
+    a, b = args
+    if g.is_const(b, 0.0) and _same_shape(g, a, shape):
+        return a
+    if g.is_const(a, 0.0) and g.shape(a) == () and _same_shape(g, b, shape):
+        return g.apply("neg", b)
+    return None
+
+
+def _simp_mul(g, args, params, shape):
+    a, b = args
+    for x, y in ((a, b), (b, a)):
+        if g.is_const(x, 1.0) and _same_shape(g, y, shape):
+            return y
+        if g.is_const(x, -1.0) and _same_shape(g, y, shape):
+            return g.apply("neg", y)
+        if g.is_const(x, 0.0) and g[y].kind == "f":
+            return g.const(np.zeros(shape))
+    for x, y in ((a, b), (b, a)):  # y * (1 / z) -> y / z: one rounding instead of two
+        if g[x].op == "div" and g.is_const(g[x].args[0], 1.0) and g[y].kind == "f":
+            return g.apply("div", y, g[x].args[1])
+    return (_push_into_where(g, "mul", a, b, False)
+            or _push_into_where(g, "mul", b, a, True))
+
+
+def _simp_div(g, args, params, shape):
+    a, b = args
+    if g.is_const(b, 1.0) and _same_shape(g, a, shape):
+        return a
+    return _push_into_where(g, "div", a, b, False)
+
+
+def _simp_neg(g, args, params, shape):
+    (a,) = args
+    if g[a].op == "neg":
+        return g[a].args[0]
+    hit = _where_zero_branch(g, a)
+    if hit:
+        c, u, then = hit
+        zero, inner = g.const(0.0), g.apply("neg", u)
+        return g.apply("where", c, inner, zero) if then else g.apply("where", c, zero, inner)
+    return None
+
+
+def _simp_pow(g, args, params, shape):
+    a, b = args
+    if g.is_const(b, 1.0) and _same_shape(g, a, shape):
+        return a
+    if g.is_const(b, 0.0):
+        return g.const(np.ones(shape))
+    return None
+
+
+def _pow_partials(out, x, p):
+    if p.g.is_const(p.id):
+        return (p * x ** (p - 1.0), None)
+    return (p * x ** (p - 1.0), x.log() * out)
+
+
+def _sp_pow(a, b):
+    return a**b
+
+
+# -- arithmetic ---------------------------------------------------------------
+_ew("add", 2, np.add, lambda a, b: a + b, lambda out, a, b: (E(out.g, out.g.const(1.0)),) * 2,
+    infix=("+", 10), commutative=True, simplify=_simp_add, ref="linearity")
+_ew("sub", 2, np.subtract, lambda a, b: a - b,
+    lambda out, a, b: (E(out.g, out.g.const(1.0)), E(out.g, out.g.const(-1.0))),
+    infix=("-", 10), simplify=_simp_sub, ref="linearity")
+_ew("mul", 2, np.multiply, lambda a, b: a * b, lambda out, a, b: (b, a),
+    infix=("*", 20), commutative=True, simplify=_simp_mul, ref="product rule")
+_ew("div", 2, np.divide, lambda a, b: a / b, lambda out, a, b: (1.0 / b, -out / b),
+    infix=("/", 20), simplify=_simp_div, domain=(_REAL, _ANY_NONZERO), ref="quotient rule")
+_ew("neg", 1, np.negative, lambda a: -a, lambda out, a: (E(out.g, out.g.const(-1.0)),),
+    infix=("-", 25), simplify=_simp_neg, ref="linearity")
+_ew("pow", 2, np.power, _sp_pow, _pow_partials, infix=("**", 30), simplify=_simp_pow,
+    domain=(_POS, _REAL), ref="d/dx x^p = p x^(p-1); d/dp x^p = log(x) x^p")
+
+# -- elementary functions (DLMF ch. 4) ----------------------------------------
+_ew("exp", 1, np.exp, sp.exp, lambda out, x: (out,), ref="DLMF 4.5.1")
+_ew("log", 1, np.log, sp.log, lambda out, x: (1.0 / x,), domain=(_POS,), ref="DLMF 4.5.2")
+_ew("log1p", 1, np.log1p, log1p, lambda out, x: (1.0 / (1.0 + x),), domain=(_POS,), ref="DLMF 4.5.2")
+_ew("expm1", 1, np.expm1, expm1, lambda out, x: (out + 1.0,), ref="DLMF 4.5.1")
+_ew("sqrt", 1, np.sqrt, sp.sqrt, lambda out, x: (0.5 / out,), domain=(_POS,), ref="power rule")
+_ew("sin", 1, np.sin, sp.sin, lambda out, x: (x.cos(),), ref="DLMF 4.20.1")
+_ew("cos", 1, np.cos, sp.cos, lambda out, x: (-x.sin(),), ref="DLMF 4.20.2")
+_ew("tan", 1, np.tan, sp.tan, lambda out, x: (1.0 + out * out,), domain=(_UNIT,), ref="DLMF 4.20.3")
+_ew("arcsin", 1, np.arcsin, sp.asin, lambda out, x: (1.0 / (1.0 - x * x).sqrt(),), domain=(_UNIT,),
+    ref="DLMF 4.24.1")
+_ew("arccos", 1, np.arccos, sp.acos, lambda out, x: (-1.0 / (1.0 - x * x).sqrt(),), domain=(_UNIT,),
+    ref="DLMF 4.24.2")
+_ew("arctan", 1, np.arctan, sp.atan, lambda out, x: (1.0 / (1.0 + x * x),), ref="DLMF 4.24.3")
+_ew("sinh", 1, np.sinh, sp.sinh, lambda out, x: (x.cosh(),), ref="DLMF 4.34.1")
+_ew("cosh", 1, np.cosh, sp.cosh, lambda out, x: (x.sinh(),), ref="DLMF 4.34.2")
+_ew("tanh", 1, np.tanh, sp.tanh, lambda out, x: (1.0 - out * out,), ref="DLMF 4.34.3: tanh' = 1 - tanh^2")
+_ew("arcsinh", 1, np.arcsinh, sp.asinh, lambda out, x: (1.0 / (x * x + 1.0).sqrt(),), ref="DLMF 4.38.1")
+_ew("erf", 1, erf_np, sp.erf, lambda out, x: ((2.0 / math.sqrt(math.pi)) * (-(x * x)).exp(),),
+    emit=_call("_erf"), ref="DLMF 7.10.1")
+_ew("abs", 1, np.abs, sp.Abs, lambda out, x: (x.sign(),), kink="derivative 0 at x = 0",
+    ref="d|x|/dx = sign(x)")
+_ew("sign", 1, np.sign, sp.sign, lambda out, x: (None,), kink="derivative 0 everywhere (0 at the jump)",
+    ref="piecewise constant")
+_ew("sigmoid", 1, lambda x: 0.5 * (1.0 + np.tanh(0.5 * x)), sigmoid,
+    lambda out, x: (out * (1.0 - out),), emit=_call("_sigmoid"), ref="sigma' = sigma (1 - sigma)")
+_ew("softplus", 1, lambda x: np.logaddexp(0.0, x), softplus, lambda out, x: (x.sigmoid(),),
+    emit=_call("_softplus"), ref="Maechler (2012): log1pexp")
+
+# -- binary functions -------------------------------------------------------------
+_ew("maximum", 2, np.maximum, sp.Max,
+    lambda out, a, b: (a.ge(b).where(1.0, 0.0), a.ge(b).where(0.0, 1.0)),
+    kink="at a == b the derivative goes to a", ref="piecewise")
+_ew("minimum", 2, np.minimum, sp.Min,
+    lambda out, a, b: (a.le(b).where(1.0, 0.0), a.le(b).where(0.0, 1.0)),
+    kink="at a == b the derivative goes to a", ref="piecewise")
+_ew("logaddexp", 2, np.logaddexp, logaddexp,
+    lambda out, a, b: ((a - b).sigmoid(), (b - a).sigmoid()),
+    ref="Blanchard, Higham & Higham (2021): d/da log(e^a + e^b) = sigmoid(a - b)")
+_ew("hypot", 2, np.hypot, hypot, lambda out, a, b: (a / out, b / out), ref="d/da sqrt(a^2+b^2) = a / hypot")
+_ew("arctan2", 2, np.arctan2, sp.atan2,
+    lambda out, y, x: (x / (x * x + y * y), -y / (x * x + y * y)), ref="DLMF 4.24 (atan2)")
+
+# -- comparisons and logic (not differentiable) ------------------------------------
+for _name, _np_fn, _sp_fn, _sym in (
+    ("gt", np.greater, sp.StrictGreaterThan, ">"), ("ge", np.greater_equal, sp.GreaterThan, ">="),
+    ("lt", np.less, sp.StrictLessThan, "<"), ("le", np.less_equal, sp.LessThan, "<="),
+    ("eq", np.equal, sp.Eq, "=="), ("ne", np.not_equal, sp.Ne, "!="),
+):
+    register(OpDef(name=_name, infer=_infer_bool, numpy=_np_fn, sympy=_sp_fn, nondiff=True,
+                   elementwise=True, emit=(lambda s: lambda ctx, node, a: f"{a[0]} {s} {a[1]}")(_sym)))
+    INFIX[_name] = (_sym, 5)
+
+for _name, _np_fn, _sp_fn in (("logical_and", np.logical_and, sp.And), ("logical_or", np.logical_or, sp.Or),
+                              ("logical_not", np.logical_not, sp.Not)):
+    register(OpDef(name=_name, infer=_infer_bool, numpy=_np_fn, sympy=_sp_fn, nondiff=True,
+                   elementwise=True, emit=_call(f"np.{_name}")))
+
+
+def _infer_where(nodes, params):
+    c, a, b = nodes
+    if c.kind != "b":
+        raise TypeError("the condition of where must be boolean (a comparison)")
+    return broadcast_shapes(c.shape, a.shape, b.shape), "f"
+
+
+def _emit_where(ctx, node, a):
+    if node.shape == ():
+        return f"({a[1]} if {a[0]} else {a[2]})"
+    return f"np.where({a[0]}, {a[1]}, {a[2]})"
+
+
+def _simp_where(g, args, params, shape):
+    c, a, b = args
+    if a == b and _same_shape(g, a, shape):
+        return a
+    if g[c].op == "bconst":
+        val = g.consts[c]
+        if val.all() or not val.any():
+            pick = a if val.all() else b
+            return pick if _same_shape(g, pick, shape) else g.apply("broadcast_to", pick, params=(tuple(shape),))
+    return None
+
+
+register(OpDef(
+    name="where", infer=_infer_where, numpy=np.where, elementwise=True,
+    sympy=lambda c, a, b: sp.Piecewise((a, c), (b, True)),
+    partials=lambda out, c, a, b: (None, c.where(1.0, 0.0), c.where(0.0, 1.0)),
+    emit=_emit_where, simplify=_simp_where, domain=("bool", _REAL, _REAL),
+    kink="only the taken branch is differentiated", ref="piecewise",
+))

@@ -1,0 +1,98 @@
+"""Call-time half of the gufunc model: dtype choice, core checks, batch broadcasting.
+
+Generated modules call :func:`gufunc_call`.  This file depends on NumPy only
+(symgrad's error classes are used when symgrad is importable), so the
+ahead-of-time compiler can copy it into a standalone module verbatim.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+try:  # inside symgrad: raise its documented error classes
+    from symgrad.errors import DTypeError, ShapeError
+except ImportError:  # in a standalone generated module
+    class ShapeError(ValueError):
+        """Argument shapes do not match the compiled core shapes."""
+
+    class DTypeError(TypeError):
+        """An argument has an unsupported dtype."""
+
+PARALLEL_MIN_BATCH = 1 << 16
+
+
+@dataclass
+class GufuncSpec:
+    """What a generated entry point needs to call its batch kernels."""
+
+    name: str
+    in_cores: tuple
+    out_cores: tuple
+    kernels: dict
+    parallel_kernels: dict = field(default_factory=dict)
+    consts: tuple = ()
+    _consts_by_dtype: dict = field(default_factory=dict)
+
+    def consts_for(self, dtype: str) -> tuple:
+        found = self._consts_by_dtype.get(dtype)
+        if found is None:
+            found = tuple(c if c.dtype == bool else np.ascontiguousarray(c, dtype=dtype) for c in self.consts)
+            self._consts_by_dtype[dtype] = found
+        return found
+
+
+def _as_float_array(name: str, k: int, value):
+    arr = np.asarray(value)
+    kind = arr.dtype.kind
+    if kind == "f":
+        if arr.dtype not in (np.float32, np.float64):
+            raise DTypeError(f"{name}: argument {k} has dtype {arr.dtype}; compiled kernels exist for float32 "
+                             f"and float64.\n  Do instead: pass x.astype(np.float64).")
+        return arr, isinstance(value, float)
+    if kind in "iub":
+        return arr.astype(np.float64), isinstance(value, (int, bool))
+    if kind == "c":
+        raise DTypeError(f"{name}: argument {k} is complex ({arr.dtype}); symgrad compiles real-valued functions "
+                         f"only.\n  Do instead: split the computation into real and imaginary parts.")
+    raise DTypeError(f"{name}: argument {k} has dtype {arr.dtype}, not a real number or array.\n"
+                     f"  Do instead: pass a float32 or float64 numpy array.")
+
+
+def gufunc_call(spec: GufuncSpec, args: tuple, parallel: bool = False):
+    """Broadcast ``args`` over their batch dimensions and run the compiled kernel.
+
+    Returns one array (or NumPy scalar when there are no batch dimensions) per
+    output: a single value for one output, else a tuple.
+    """
+    arrays, weak = [], []
+    for k, a in enumerate(args):
+        arr, is_weak = _as_float_array(spec.name, k, a)
+        arrays.append(arr)
+        weak.append(is_weak)
+    strong = [a.dtype for a, w in zip(arrays, weak) if not w]
+    dtype = np.result_type(*strong).name if strong else "float64"
+    batch_shapes = []
+    for k, (arr, core) in enumerate(zip(arrays, spec.in_cores)):
+        nd = len(core)
+        if arr.ndim < nd or tuple(arr.shape[arr.ndim - nd:]) != tuple(core):
+            raise ShapeError(f"{spec.name}: argument {k} has shape {arr.shape}, but this function was compiled "
+                             f"for core shape {tuple(core)} (bound at the first call).\n  Do instead: pass "
+                             f"arrays whose trailing dimensions are {tuple(core)}, or call symgrad again to "
+                             f"compile for new core sizes.")
+        batch_shapes.append(arr.shape[:arr.ndim - nd])
+    try:
+        batch = np.broadcast_shapes(*batch_shapes)
+    except ValueError:
+        raise ShapeError(f"{spec.name}: batch shapes {batch_shapes} do not broadcast together.\n"
+                         f"  Do instead: give the arguments broadcast-compatible leading dimensions.") from None
+    n = math.prod(batch)
+    ins = [np.broadcast_to(arr.astype(dtype, copy=False), batch + tuple(core)).reshape((n,) + tuple(core))
+           for arr, core in zip(arrays, spec.in_cores)]
+    outs = [np.empty((n,) + tuple(core), dtype=dtype) for core in spec.out_cores]
+    kernels = spec.parallel_kernels if (parallel and spec.parallel_kernels and n >= PARALLEL_MIN_BATCH) else spec.kernels
+    kernels[dtype](*ins, *spec.consts_for(dtype), *outs)
+    results = tuple(o.reshape(batch + tuple(core)) for o, core in zip(outs, spec.out_cores))
+    results = tuple(r[()] if r.ndim == 0 else r for r in results)
+    return results[0] if len(results) == 1 else results

@@ -1,0 +1,263 @@
+"""How NumPy ufuncs and functions map onto symgrad primitives while tracing.
+
+Two tables: ``UFUNCS`` (ufunc -> builder) and ``FUNCTIONS`` (``np.sum``,
+``np.where``, ``np.dot`` ...).  A ufunc or function missing from both raises
+:class:`UnsupportedOperationError` naming it, so a gap is never silent.
+"""
+from __future__ import annotations
+
+import math
+import string
+
+import numpy as np
+
+from ..errors import TraceError, UnsupportedOperationError, format_error, user_location
+from .tracer import TraceContext, Tracer, to_node
+
+_DIRECT = {
+    np.add: "add", np.subtract: "sub", np.multiply: "mul", np.true_divide: "div", np.negative: "neg",
+    np.power: "pow", np.float_power: "pow", np.exp: "exp", np.log: "log", np.log1p: "log1p",
+    np.expm1: "expm1", np.sqrt: "sqrt", np.sin: "sin", np.cos: "cos", np.tan: "tan", np.arcsin: "arcsin",
+    np.arccos: "arccos", np.arctan: "arctan", np.sinh: "sinh", np.cosh: "cosh", np.tanh: "tanh",
+    np.arcsinh: "arcsinh", np.absolute: "abs", np.fabs: "abs", np.sign: "sign", np.maximum: "maximum",
+    np.minimum: "minimum", np.fmax: "maximum", np.fmin: "minimum", np.logaddexp: "logaddexp",
+    np.hypot: "hypot", np.arctan2: "arctan2", np.greater: "gt", np.greater_equal: "ge", np.less: "lt",
+    np.less_equal: "le", np.equal: "eq", np.not_equal: "ne", np.logical_and: "logical_and",
+    np.logical_or: "logical_or", np.logical_not: "logical_not",
+}
+
+_LN2, _LN10 = math.log(2.0), math.log(10.0)
+_COMPOSITE = {
+    np.square: lambda c, x: c.apply("mul", x, x),
+    np.positive: lambda c, x: x,
+    np.reciprocal: lambda c, x: c.apply("div", 1.0, x),
+    np.exp2: lambda c, x: c.apply("exp", c.apply("mul", _LN2, x)),
+    np.log2: lambda c, x: c.apply("div", c.apply("log", x), _LN2),
+    np.log10: lambda c, x: c.apply("div", c.apply("log", x), _LN10),
+    np.deg2rad: lambda c, x: c.apply("mul", math.pi / 180.0, x),
+    np.rad2deg: lambda c, x: c.apply("mul", 180.0 / math.pi, x),
+    np.arctanh: lambda c, x: c.apply("mul", 0.5, c.apply("sub", c.apply("log1p", x), c.apply("log1p", c.apply("neg", x)))),
+    np.arccosh: lambda c, x: c.apply("log", c.apply("add", x, c.apply("sqrt", c.apply("sub", c.apply("mul", x, x), 1.0)))),
+}
+
+
+def _unsupported(kind: str, name: str):
+    return UnsupportedOperationError(format_error(
+        f"{kind} numpy.{name} has no symgrad rule", "symgrad only traces functions it can differentiate "
+        "symbolically", "rewrite it with supported numpy functions (see `symgrad ops`), or wrap it in "
+        "symgrad.custom_gradient with your own derivative", user_location(3)))
+
+
+def apply_ufunc(ctx: TraceContext, ufunc, method: str, inputs, kwargs):
+    if kwargs.get("out") is not None:
+        raise TraceError(format_error(f"numpy.{ufunc.__name__}(..., out=...) writes into an array",
+                                      "in-place writes have no derivative rule", "drop out= and use the result",
+                                      user_location(3)))
+    if method == "reduce" and ufunc is np.add:
+        return apply_function(ctx, np.sum, inputs, {k: v for k, v in kwargs.items() if k != "out"})
+    if method != "__call__":
+        raise _unsupported("ufunc method", f"{ufunc.__name__}.{method}")
+    if ufunc is np.matmul:
+        return matmul(ctx, *inputs)
+    if ufunc in _DIRECT:
+        return ctx.apply(_DIRECT[ufunc], *inputs)
+    if ufunc in _COMPOSITE:
+        return _COMPOSITE[ufunc](ctx, *inputs)
+    raise _unsupported("ufunc", ufunc.__name__)
+
+
+# -- indexing ------------------------------------------------------------------------
+
+def _norm_index(key, shape) -> tuple:
+    if not isinstance(key, tuple):
+        key = (key,)
+    n_real = sum(1 for k in key if k is not None and k is not Ellipsis)
+    out, dim = [], 0
+    for k in key:
+        if k is Ellipsis:
+            fill = len(shape) - n_real
+            out.extend([("s", None, None, None)] * fill)
+            dim += fill
+        elif k is None:
+            out.append(None)
+        elif isinstance(k, Tracer):
+            raise TraceError(format_error("cannot index with a traced value", "the position would depend on "
+                                          "the input, which has no single derivative formula",
+                                          "use np.where with a mask, or a constant index", user_location(4)))
+        elif isinstance(k, slice):
+            for v in (k.start, k.stop, k.step):
+                if v is not None and not isinstance(v, (int, np.integer)):
+                    raise TypeError(f"slice bounds must be constant ints; got {v!r}")
+            out.append(("s",) + tuple(None if v is None else int(v) for v in (k.start, k.stop, k.step)))
+            dim += 1
+        elif isinstance(k, (int, np.integer)):
+            if dim >= len(shape) or not -shape[dim] <= k < shape[dim]:
+                raise IndexError(format_error(f"index {k} is out of bounds for a traced array of shape {shape}",
+                                              "core sizes are fixed by the signature",
+                                              "check the index", user_location(4)))
+            out.append(int(k) % shape[dim])
+            dim += 1
+        else:
+            raise _unsupported("indexing with", type(k).__name__)
+    return tuple(out)
+
+
+def getitem(ctx: TraceContext, x: Tracer, key):
+    if not x.shape:
+        raise IndexError(format_error("cannot index a traced scalar", "this argument has core shape () "
+                                      "(the default: every argument is a scalar core)",
+                                      'give a gufunc signature, e.g. signature="(n)->()"', user_location(3)))
+    return ctx.apply("getitem", x, params=(_norm_index(key, x.shape),))
+
+
+# -- contractions ---------------------------------------------------------------------------
+
+def _as_tracer(ctx, v) -> Tracer:
+    return v if isinstance(v, Tracer) else ctx.wrap(to_node(ctx, v))
+
+
+def matmul(ctx: TraceContext, a, b):
+    a, b = _as_tracer(ctx, a), _as_tracer(ctx, b)
+    if a.ndim == 0 or b.ndim == 0:
+        raise ValueError("matmul: input operand does not have enough dimensions (use * for scalars)")
+    letters = iter(string.ascii_lowercase)
+    if a.ndim == 1 and b.ndim == 1:
+        spec = "i,i->"
+    elif a.ndim == 2 and b.ndim == 1:
+        spec = "ij,j->i"
+    elif a.ndim == 1 and b.ndim == 2:
+        spec = "i,ij->j"
+    elif a.ndim == b.ndim:
+        batch = "".join(next(letters) for _ in range(a.ndim - 2))
+        spec = f"{batch}xy,{batch}yz->{batch}xz"
+    else:
+        raise _unsupported("matmul of ranks", f"{a.ndim} and {b.ndim}")
+    return ctx.apply("contract", a, b, params=(spec,))
+
+
+def dot(ctx, a, b):
+    a, b = _as_tracer(ctx, a), _as_tracer(ctx, b)
+    if a.ndim == 0 or b.ndim == 0:
+        return ctx.apply("mul", a, b)
+    if b.ndim <= 2:
+        return matmul(ctx, a, b)
+    raise _unsupported("dot of ranks", f"{a.ndim} and {b.ndim}")
+
+
+def einsum(ctx, spec, *ops, **kwargs):
+    if len(ops) != 2 or "->" not in spec or "." in spec:
+        raise _unsupported("einsum form", repr(spec) + " (only explicit two-operand specs)")
+    return ctx.apply("contract", *ops, params=(spec.replace(" ", ""),))
+
+
+# -- reductions and shape functions -------------------------------------------------------------
+
+def _axes(axis, ndim) -> tuple[int, ...]:
+    if axis is None:
+        return tuple(range(ndim))
+    axes = axis if isinstance(axis, tuple) else (axis,)
+    return tuple(sorted(int(a) % ndim for a in axes))
+
+
+def np_sum(ctx, x, axis=None, keepdims=False, dtype=None, **kw):
+    x = _as_tracer(ctx, x)
+    axes = _axes(axis, x.ndim)
+    if not axes:
+        return x
+    out = ctx.apply("sum", x, params=(axes,))
+    if keepdims:
+        out = reshape(ctx, out, tuple(1 if i in axes else d for i, d in enumerate(x.shape)))
+    return out
+
+
+def mean(ctx, x, axis=None, keepdims=False, **kw):
+    x = _as_tracer(ctx, x)
+    axes = _axes(axis, x.ndim)
+    n = int(np.prod([x.shape[a] for a in axes])) if axes else 1
+    return ctx.apply("div", np_sum(ctx, x, axis, keepdims), float(n))
+
+
+def reshape(ctx, x, shape, **kw):
+    x = _as_tracer(ctx, x)
+    shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
+    probe = np.empty(x.shape, dtype=np.int8).reshape(shape)
+    return ctx.apply("reshape", x, params=(probe.shape,))
+
+
+def transpose(ctx, x, axes=None):
+    x = _as_tracer(ctx, x)
+    perm = tuple(reversed(range(x.ndim))) if axes is None else tuple(int(a) % x.ndim for a in axes)
+    return ctx.apply("transpose", x, params=(perm,))
+
+
+def concatenate(ctx, arrays, axis=0, **kw):
+    arrays = [_as_tracer(ctx, a) for a in arrays]
+    ndim = arrays[0].ndim
+    if ndim == 0:
+        raise ValueError("zero-dimensional arrays cannot be concatenated (use np.stack)")
+    return ctx.apply("concat", *arrays, params=(int(axis) % ndim,)) if len(arrays) > 1 else arrays[0]
+
+
+def stack(ctx, arrays, axis=0, **kw):
+    arrays = [_as_tracer(ctx, a) for a in arrays]
+    ndim = arrays[0].ndim + 1
+    axis = int(axis) % ndim
+    expanded = [reshape(ctx, a, a.shape[:axis] + (1,) + a.shape[axis:]) for a in arrays]
+    return concatenate(ctx, expanded, axis=axis)
+
+
+def where(ctx, cond, x=None, y=None):
+    if x is None or y is None:
+        raise _unsupported("function", "where with one argument (np.nonzero)")
+    return ctx.apply("where", cond, x, y)
+
+
+def clip(ctx, x, a_min=None, a_max=None, **kw):
+    out = x
+    if a_min is not None:
+        out = ctx.apply("maximum", out, a_min)
+    if a_max is not None:
+        out = ctx.apply("minimum", out, a_max)
+    return out
+
+
+def prod(ctx, x, axis=None, **kw):
+    x = _as_tracer(ctx, x)
+    if axis is not None and x.ndim > 1:
+        raise _unsupported("function", "prod with an axis on arrays of rank > 1")
+    out = None
+    for i in range(x.shape[0] if x.ndim else 0):
+        out = x[i] if out is None else ctx.apply("mul", out, x[i])
+    return x if x.ndim == 0 else out
+
+
+def norm(ctx, x, ord=None, axis=None, keepdims=False):
+    if ord not in (None, 2, "fro") and not (ord == 2 and axis is not None):
+        raise _unsupported("function", f"linalg.norm with ord={ord!r}")
+    x = _as_tracer(ctx, x)
+    return ctx.apply("sqrt", np_sum(ctx, ctx.apply("mul", x, x), axis=axis, keepdims=keepdims))
+
+
+FUNCTIONS = {
+    np.sum: np_sum, np.mean: mean, np.dot: dot, np.vdot: lambda c, a, b: dot(c, np.ravel(a), np.ravel(b)),
+    np.inner: lambda c, a, b: dot(c, a, b), np.outer: lambda c, a, b: c.apply(
+        "contract", np.ravel(a), np.ravel(b), params=("i,j->ij",)),
+    np.einsum: einsum, np.where: where, np.reshape: reshape, np.transpose: transpose,
+    np.ravel: lambda c, x, **kw: reshape(c, x, (-1,)), np.concatenate: concatenate, np.stack: stack,
+    np.clip: clip, np.prod: prod, np.linalg.norm: norm,
+    np.squeeze: lambda c, x, axis=None: reshape(c, x, tuple(d for d in _as_tracer(c, x).shape if d != 1)),
+    np.expand_dims: lambda c, x, axis: reshape(c, x, np.expand_dims(np.empty(_as_tracer(c, x).shape), axis).shape),
+    np.broadcast_to: lambda c, x, shape, **kw: c.apply("broadcast_to", x, params=(tuple(shape),)),
+    np.zeros_like: lambda c, x, **kw: _as_tracer(c, np.zeros(_as_tracer(c, x).shape)),
+    np.ones_like: lambda c, x, **kw: _as_tracer(c, np.ones(_as_tracer(c, x).shape)),
+    np.atleast_1d: lambda c, x: x if _as_tracer(c, x).ndim else reshape(c, x, (1,)),
+    np.shape: lambda c, x: _as_tracer(c, x).shape, np.ndim: lambda c, x: _as_tracer(c, x).ndim,
+    np.size: lambda c, x: _as_tracer(c, x).size,
+}
+
+
+def apply_function(ctx: TraceContext, func, args, kwargs):
+    handler = FUNCTIONS.get(func)
+    if handler is None:
+        raise _unsupported("function", getattr(func, "__name__", repr(func)))
+    return handler(ctx, *args, **kwargs)

@@ -1,0 +1,250 @@
+"""Run a user function on symbolic values and record the graph it builds.
+
+A :class:`Tracer` stands for one array-valued node.  Python arithmetic on it
+calls the dunder methods below; NumPy ufuncs and functions reach it through
+``__array_ufunc__`` / ``__array_function__`` (the tables live in
+:mod:`symgrad.trace.numpy_api`).  Anything that would need a concrete value
+(``if x > 0``, ``math.exp(x)``, ``float(x)``) raises :class:`TraceError`
+naming the line in the user's code.
+"""
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+from ..errors import DTypeError, TraceError, UnsupportedOperationError, format_error, user_location
+from ..ir.graph import Graph
+
+__all__ = ["Tracer", "TraceContext", "to_node"]
+
+
+class TraceContext:
+    """The graph being recorded, shared by every Tracer of one trace."""
+
+    def __init__(self, graph: Graph | None = None):
+        self.graph = graph if graph is not None else Graph()
+
+    def wrap(self, nid: int) -> "Tracer":
+        return Tracer(self, nid)
+
+    def apply(self, op: str, *args, params: tuple = ()) -> "Tracer":
+        ids = [to_node(self, a) for a in args]
+        try:
+            return Tracer(self, self.graph.apply(op, *ids, params=params))
+        except (TypeError, ValueError) as exc:
+            shapes = ", ".join(str(self.graph.shape(i)) for i in ids)
+            raise type(exc)(format_error(
+                f"{op}: cannot apply to arguments of shapes ({shapes})",
+                str(exc), "check the shapes of the arrays at this line", user_location(2))) from None
+
+
+def to_node(ctx: TraceContext, value) -> int:
+    """Node id for a Tracer, a Python/NumPy number or array, or an object array of Tracers."""
+    if isinstance(value, Tracer):
+        if value.ctx is not ctx:
+            raise TraceError(format_error(
+                "a traced value from a different trace was used here", "values leaked out of an "
+                "earlier symgrad transformation (e.g. stored in a global)", "pass values as arguments",
+                user_location(3)))
+        return value.id
+    if isinstance(value, (bool, np.bool_)):
+        return ctx.graph.bool_const(value)
+    if isinstance(value, numbers.Real):
+        return ctx.graph.const(float(value))
+    if isinstance(value, (list, tuple)):
+        value = np.array(value, dtype=object)
+    if isinstance(value, np.ndarray):
+        if value.dtype == object:
+            return _stack_objects(ctx, value)
+        if value.dtype == bool:
+            return ctx.graph.bool_const(value)
+        if np.issubdtype(value.dtype, np.complexfloating):
+            raise DTypeError(format_error("complex constants are not supported", "symgrad differentiates "
+                                          "real-valued functions only", "split into real and imaginary parts",
+                                          user_location(3)))
+        return ctx.graph.const(value.astype(np.float64))
+    if isinstance(value, numbers.Complex):
+        raise DTypeError(format_error(f"complex value {value!r} is not supported", "symgrad differentiates "
+                                      "real-valued functions only", "use real arithmetic", user_location(3)))
+    raise TypeError(format_error(f"cannot use a value of type {type(value).__name__} in a traced function",
+                                 "symgrad traces numbers, numpy arrays and symgrad values only",
+                                 "convert it to a numpy array first", user_location(3)))
+
+
+def _stack_objects(ctx: TraceContext, arr: np.ndarray) -> int:
+    """An object array whose elements are Tracers or numbers (``np.array([x, y])``)."""
+    g = ctx.graph
+    ids = [to_node(ctx, v) for v in arr.reshape(-1)]
+    shapes = {g.shape(i) for i in ids}
+    if shapes != {()}:
+        raise ValueError(format_error("cannot build an array from traced values of different shapes",
+                                      f"element shapes {sorted(shapes)}", "use np.stack or np.concatenate",
+                                      user_location(4)))
+    if all(g[i].op == "const" for i in ids):
+        return g.const(np.array([g.consts[i] for i in ids]).reshape(arr.shape))
+    parts = [g.apply("reshape", i, params=((1,),)) for i in ids]
+    flat = parts[0] if len(parts) == 1 else g.apply("concat", *parts, params=(0,))
+    return g.apply("reshape", flat, params=(arr.shape,))
+
+
+def _no_concrete(what: str, do_instead: str):
+    def method(self, *args, **kwargs):
+        raise TraceError(format_error(
+            what, "symgrad derives one formula for all inputs, so a concrete "
+            "number does not exist while tracing", do_instead, user_location(2)))
+    return method
+
+
+class Tracer:
+    """A symbolic array: one node of the graph being traced."""
+
+    __slots__ = ("ctx", "id")
+    __array_priority__ = 1000
+
+    def __init__(self, ctx: TraceContext, nid: int):
+        self.ctx, self.id = ctx, nid
+
+    # -- array attributes -------------------------------------------------------
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.ctx.graph.shape(self.id)
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape))
+
+    @property
+    def dtype(self):
+        return np.dtype(bool) if self.ctx.graph[self.id].kind == "b" else np.dtype(np.float64)
+
+    @property
+    def T(self) -> "Tracer":
+        return self.transpose()
+
+    def __len__(self) -> int:
+        if not self.shape:
+            raise TypeError("len() of a traced scalar")
+        return self.shape[0]
+
+    def __iter__(self):
+        for i in range(len(self)):
+            yield self[i]
+
+    def __repr__(self) -> str:
+        return f"Tracer(shape={self.shape}, node={self.id})"
+
+    # -- arithmetic ------------------------------------------------------------------
+    def _bin(self, op, other, reverse=False):
+        return self.ctx.apply(op, other, self) if reverse else self.ctx.apply(op, self, other)
+
+    def __add__(self, o): return self._bin("add", o)
+    def __radd__(self, o): return self._bin("add", o, True)
+    def __sub__(self, o): return self._bin("sub", o)
+    def __rsub__(self, o): return self._bin("sub", o, True)
+    def __mul__(self, o): return self._bin("mul", o)
+    def __rmul__(self, o): return self._bin("mul", o, True)
+    def __truediv__(self, o): return self._bin("div", o)
+    def __rtruediv__(self, o): return self._bin("div", o, True)
+    def __pow__(self, o): return self._bin("pow", o)
+    def __rpow__(self, o): return self._bin("pow", o, True)
+    def __neg__(self): return self.ctx.apply("neg", self)
+    def __pos__(self): return self
+    def __abs__(self): return self.ctx.apply("abs", self)
+    def __gt__(self, o): return self._bin("gt", o)
+    def __ge__(self, o): return self._bin("ge", o)
+    def __lt__(self, o): return self._bin("lt", o)
+    def __le__(self, o): return self._bin("le", o)
+    def __eq__(self, o): return self._bin("eq", o)
+    def __ne__(self, o): return self._bin("ne", o)
+    def __and__(self, o): return self._bin("logical_and", o)
+    def __rand__(self, o): return self._bin("logical_and", o, True)
+    def __or__(self, o): return self._bin("logical_or", o)
+    def __ror__(self, o): return self._bin("logical_or", o, True)
+    def __invert__(self): return self.ctx.apply("logical_not", self)
+    __hash__ = object.__hash__
+
+    def __matmul__(self, o):
+        from .numpy_api import matmul
+        return matmul(self.ctx, self, o)
+
+    def __rmatmul__(self, o):
+        from .numpy_api import matmul
+        return matmul(self.ctx, o, self)
+
+    __floordiv__ = __rfloordiv__ = __mod__ = __rmod__ = _no_concrete(
+        "cannot use // or % on a traced value", "use np.floor(x / y) only on constants; these have no derivative")
+
+    __bool__ = _no_concrete("cannot branch on a traced value (Python if/while/and/or on it)", "np.where(condition, a, b), which symgrad emits as a branch "
+                            "that evaluates and differentiates only the taken side")
+    __float__ = _no_concrete("cannot convert a traced value to a Python float (float(x), or a math.* function such as math.exp)",
+                             "use the numpy function (np.exp instead of math.exp)")
+    __int__ = __index__ = _no_concrete("cannot convert a traced value to a Python int", "keep sizes and indices constant")
+    __complex__ = _no_concrete("cannot convert a traced value to complex", "symgrad traces real-valued functions only")
+
+    # -- indexing ------------------------------------------------------------------------
+    def __getitem__(self, key):
+        from .numpy_api import getitem
+        return getitem(self.ctx, self, key)
+
+    def __setitem__(self, key, value):
+        raise TraceError(format_error(
+            "cannot assign into a traced array (x[i] = ...)", "in-place mutation has no derivative rule",
+            "build a new array: np.concatenate, np.stack, or np.where with a mask", user_location(2)))
+
+    # -- numpy protocol -------------------------------------------------------------------
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        from .numpy_api import apply_ufunc
+        return apply_ufunc(self.ctx, ufunc, method, inputs, kwargs)
+
+    def __array_function__(self, func, types, args, kwargs):
+        from .numpy_api import apply_function
+        return apply_function(self.ctx, func, args, kwargs)
+
+    # -- ndarray-like methods ------------------------------------------------------------------
+    def sum(self, axis=None, keepdims=False):
+        return np.sum(self, axis=axis, keepdims=keepdims)
+
+    def mean(self, axis=None, keepdims=False):
+        return np.mean(self, axis=axis, keepdims=keepdims)
+
+    def dot(self, other):
+        return np.dot(self, other)
+
+    def reshape(self, *shape):
+        return np.reshape(self, shape[0] if len(shape) == 1 else shape)
+
+    def transpose(self, *axes):
+        return np.transpose(self, axes or None)
+
+    def ravel(self):
+        return np.reshape(self, (-1,))
+
+    flatten = ravel
+
+    def astype(self, dtype, copy=True):
+        if not np.issubdtype(np.dtype(dtype), np.floating):
+            raise DTypeError(format_error(f"cannot cast a traced value to {np.dtype(dtype)}",
+                                          "symgrad traces floating-point values only",
+                                          "keep values as floats", user_location(2)))
+        return self
+
+    def clip(self, a_min=None, a_max=None):
+        return np.clip(self, a_min, a_max)
+
+
+def _unary_method(name):
+    def method(self):
+        return self.ctx.apply(name, self)
+    method.__name__ = name
+    return method
+
+
+# NumPy calls these methods when a ufunc meets an *object* array holding Tracers.
+for _name in ("exp", "log", "log1p", "expm1", "sqrt", "sin", "cos", "tan", "arcsin", "arccos", "arctan",
+              "sinh", "cosh", "tanh", "arcsinh", "sign"):
+    setattr(Tracer, _name, _unary_method(_name))

@@ -1,0 +1,58 @@
+"""Forward mode: push tangents through the graph in topological order.
+
+For an elementwise node ``out = f(a_1, ..., a_k)`` the tangent is
+``out_dot = sum_i partial_i * a_i_dot`` with the partials of the op's
+:class:`~symgrad.ir.ops.OpDef`; structural ops use their own linear ``jvp``.
+Each node is visited once, so the cost is linear in the size of the program
+(Griewank & Walther, *Evaluating Derivatives*, 2nd ed., 2008, ch. 3).
+"""
+from __future__ import annotations
+
+from ..ir.graph import Graph
+from ..ir.ops import REGISTRY, E
+from ..ir.rules.structural import expand_batched
+
+
+def jvp_nodes(g: Graph, inputs: list[int], tangents: list[int | None], outputs: list[int],
+              nb: int = 0) -> list[int | None]:
+    """Tangent node of each output given tangent nodes of ``inputs``.
+
+    Args:
+      g: the graph; new nodes are appended to it.
+      inputs: node ids carrying a tangent.
+      tangents: one node id per input (shape: ``nb`` batch axes + input shape), or None for zero.
+      outputs: node ids whose tangents are wanted.
+      nb: number of leading batch axes on every tangent (0 or 1).
+    Returns:
+      One tangent id per output, or None where the tangent is identically zero.
+    """
+    tan: dict[int, int] = {i: t for i, t in zip(inputs, tangents) if t is not None}
+    if not tan:
+        return [None] * len(outputs)
+    first = min(tan)
+    batch = g.shape(next(iter(tan.values())))[:nb]
+    for nid in g.ancestors(outputs):
+        if nid < first or nid in tan:
+            continue
+        node = g[nid]
+        arg_t = [tan.get(a) for a in node.args]
+        if all(t is None for t in arg_t):
+            continue
+        op = REGISTRY[node.op]
+        if op.nondiff:
+            continue
+        if op.elementwise:
+            partials = op.partials(E(g, nid), *[E(g, a) for a in node.args])
+            out = None
+            for p, t in zip(partials, arg_t):
+                if p is None or t is None:
+                    continue
+                term = g.apply("mul", p.id, expand_batched(g, t, nb, len(node.shape)))
+                out = term if out is None else g.apply("add", out, term)
+            if out is not None and g.shape(out) != batch + node.shape:
+                out = g.apply("broadcast_to", out, params=(batch + node.shape,))
+        else:
+            out = op.jvp(g, node, arg_t, nb)
+        if out is not None:
+            tan[nid] = out
+    return [tan.get(o) for o in outputs]
