@@ -53,12 +53,20 @@ class PrintContext:
             return repr(bool(arr.reshape(-1)[0])) if arr.ndim == 0 else self.const_names[node.id]
         if arr.ndim == 0:
             return self.literal(float(arr))
+        if node.id not in self.const_names:  # uniform array: no data to store
+            return f"np.full({arr.shape!r}, {self.literal(float(arr.reshape(-1)[0]))})"
         return self.const_names[node.id]
 
 
 def array_constants(g: Graph, outputs: list[int]) -> list[int]:
     """Ids of the non-scalar constants the outputs need (passed as hidden arguments)."""
-    return [n for n in g.ancestors(outputs) if g[n].op in ("const", "bconst") and g[n].shape != ()]
+    out = []
+    for n in g.ancestors(outputs):
+        if g[n].op == "bconst" and g[n].shape != ():
+            out.append(n)
+        elif g[n].op == "const" and g[n].shape != () and g.scalar_value(n) is None:
+            out.append(n)
+    return out
 
 
 def print_body(g: Graph, args: list[KernelIO], outputs: list[KernelIO], dtype: str,

@@ -21,6 +21,8 @@ import numpy as np
 
 __all__ = ["Node", "Graph"]
 
+FOLD_MAX_SIZE = 256  # larger constant results stay as ops, so generated files stay small
+
 
 @dataclass(frozen=True)
 class Node:
@@ -55,6 +57,10 @@ class Graph:
         nid = self._add("const", (), key_params, arr.shape, "f")
         self.consts.setdefault(nid, arr)
         return nid
+
+    def eye(self, shape: tuple[int, ...]) -> int:
+        """The identity seed ``np.eye(n).reshape(shape)`` with ``n = shape[0]``."""
+        return self._add("eye", (), (tuple(shape),), tuple(shape), "f")
 
     def bool_const(self, value) -> int:
         arr = np.asarray(value, dtype=bool)
@@ -101,7 +107,10 @@ class Graph:
             simpler = opdef.simplify(self, args, params, shape)
             if simpler is not None:
                 return simpler
-        if args and opdef.numpy is not None and all(self.nodes[a].op in ("const", "bconst") for a in args):
+        if (args and opdef.numpy is not None
+                and all(self.nodes[a].op in ("const", "bconst") for a in args)
+                and (int(np.prod(shape)) <= FOLD_MAX_SIZE
+                     or all(self.scalar_value(a) is not None for a in args if self.nodes[a].op == "const"))):
             with np.errstate(all="ignore"):
                 val = opdef.numpy(*[self.consts[a] for a in args], *params)
             val = np.broadcast_to(np.asarray(val), shape)

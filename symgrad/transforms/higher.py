@@ -37,7 +37,7 @@ def jacobian_fwd(g: Graph, inputs: list[int], outputs: list[int]) -> list[list[i
             tans = jvp_nodes(g, [x], [g.const(1.0)], outputs, nb=0)
             cols.append([_zeros_or(g, t, g.shape(o)) for t, o in zip(tans, outputs)])
             continue
-        seed = g.const(np.eye(n).reshape((n,) + shape))
+        seed = g.eye((n,) + shape)
         tans = jvp_nodes(g, [x], [seed], outputs, nb=1)
         col = []
         for t, o in zip(tans, outputs):
@@ -64,7 +64,7 @@ def jacobian_rev(g: Graph, inputs: list[int], outputs: list[int]) -> list[list[i
             bars = vjp_nodes(g, outputs, cts, inputs, nb=0)
             rows.append([_zeros_or(g, b, g.shape(x)) for b, x in zip(bars, inputs)])
             continue
-        cts[k] = g.const(np.eye(m).reshape((m,) + oshape))
+        cts[k] = g.eye((m,) + oshape)
         bars = vjp_nodes(g, outputs, cts, inputs, nb=1)
         row = []
         for b, x in zip(bars, inputs):

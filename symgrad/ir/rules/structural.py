@@ -324,6 +324,21 @@ register(OpDef(
 ))
 
 
+# -- identity seeds ---------------------------------------------------------------------------
+
+def _emit_eye(ctx, node, a):
+    shape = node.params[0]
+    n = shape[0]
+    text = f"np.eye({n}, dtype={_dtype(ctx)})"
+    return text if shape == (n, n) else f"{text}.reshape({shape!r})"
+
+
+register(OpDef(
+    name="eye", infer=lambda nodes, p: (tuple(p[0]), "f"), nondiff=True, emit=_emit_eye,
+    numpy=lambda shape: np.eye(shape[0]).reshape(shape), ref="constant seed of a Jacobian pass",
+))
+
+
 # -- leaves -------------------------------------------------------------------------------------
 register(OpDef(name="input", infer=lambda nodes, p: ((), "f"), emit=lambda ctx, node, a: node.params[0]))
 register(OpDef(name="const", infer=lambda nodes, p: ((), "f"), emit=lambda ctx, node, a: ctx.const(node)))

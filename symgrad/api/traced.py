@@ -1,0 +1,159 @@
+"""``symgrad.trace``: the traced program as an object you can read.
+
+It exposes the SymPy expressions of the outputs and of requested derivatives
+(inlined from the graph into closed forms for display only; the compiled code
+keeps the shared DAG) and the generated source.  The CLI, the docs and the
+teaching examples are built on it.
+"""
+from __future__ import annotations
+
+import numpy as np
+import sympy as sp
+
+from ..emit.module import emit_module
+from ..ir.interpret import evaluate
+from ..trace.pytree import tree_flatten
+from ..trace.signature import parse_signature
+from ..trace.trace import TracedProgram, trace_program
+from ..transforms import hessian_nodes, jacobian_nodes, jvp_nodes, vjp_nodes
+from ..transforms.higher import gradient_nodes
+from .build import build_kernel
+from .compiled import _header, normalize_argnums
+
+
+def _symbols(name: str, shape: tuple) -> np.ndarray:
+    if shape == ():
+        return np.array(sp.Symbol(name, real=True), dtype=object)
+    base = sp.IndexedBase(name, real=True)
+    out = np.empty(shape, dtype=object)
+    for idx in np.ndindex(*shape):
+        out[idx] = base[idx if len(idx) > 1 else idx[0]]
+    return out
+
+
+def _to_sympy(arr):
+    arr = np.asarray(arr, dtype=object)
+    if arr.ndim == 0:
+        return arr[()]
+    return sp.ImmutableDenseNDimArray(arr.tolist(), arr.shape)
+
+
+class Traced:
+    """A function traced at fixed core shapes.
+
+    Args:
+      fun: the Python function.
+      *example_args: example arguments (only structure and, with a signature, shapes are used).
+      signature: gufunc signature; None means every argument is a scalar core.
+
+    Attributes:
+      program: the :class:`~symgrad.trace.trace.TracedProgram` (graph, inputs, outputs).
+      symbols: one SymPy symbol (or array of indexed symbols) per input leaf.
+    """
+
+    def __init__(self, fun, *example_args, signature: str | None = None):
+        self.fun = fun
+        self.args = example_args
+        leaves, _ = tree_flatten(example_args)
+        sig = parse_signature(signature, getattr(fun, "__name__", "function"))
+        cores = [()] * len(leaves) if sig is None else sig.bind([np.shape(l) for l in leaves], fun.__name__)[0]
+        self.program: TracedProgram = trace_program(fun, example_args, [tuple(c) for c in cores])
+        g = self.program.graph
+        self.symbols = [_symbols(n, g.shape(i)) for n, i in zip(self.program.arg_names, self.program.inputs)]
+        self._env = dict(zip(self.program.inputs, self.symbols))
+
+    # -- expressions ---------------------------------------------------------------
+    def _sympy(self, nodes, extra_env=None, simplify=False):
+        env = dict(self._env)
+        env.update(extra_env or {})
+        vals = [_to_sympy(v) for v in evaluate(self.program.graph, nodes, env, mode="sympy")]
+        if simplify:
+            vals = [v.applyfunc(sp.simplify) if isinstance(v, sp.NDimArray) else sp.simplify(v) for v in vals]
+        return vals
+
+    def _wrt(self, argnums):
+        nums, _ = normalize_argnums(argnums, len(self.args), self.program.name)
+        ranges, start = [], 0
+        for child in self.program.in_tree.children:
+            ranges.append(range(start, start + child.num_leaves))
+            start += child.num_leaves
+        return [leaf for a in nums for leaf in ranges[a]]
+
+    @property
+    def expr(self):
+        """SymPy expression of the output (a list if several output leaves)."""
+        vals = self._sympy(self.program.outputs)
+        return vals[0] if len(vals) == 1 else vals
+
+    def grad_expr(self, argnums=0, simplify: bool = False) -> list:
+        """Closed forms of d out / d x for each differentiated input leaf (scalar output)."""
+        p = self.program
+        xs = [p.inputs[k] for k in self._wrt(argnums)]
+        return self._sympy(gradient_nodes(p.graph, self._scalar_out(), xs), simplify=simplify)
+
+    def jacobian_expr(self, argnums=0, simplify: bool = False) -> list:
+        p = self.program
+        xs = [p.inputs[k] for k in self._wrt(argnums)]
+        blocks = jacobian_nodes(p.graph, xs, p.outputs)
+        return [self._sympy(row, simplify=simplify) for row in blocks]
+
+    def hessian_expr(self, argnums=0, simplify: bool = False) -> list:
+        p = self.program
+        xs = [p.inputs[k] for k in self._wrt(argnums)]
+        return [self._sympy(row, simplify=simplify) for row in hessian_nodes(p.graph, self._scalar_out(), xs)]
+
+    def jvp_expr(self, simplify: bool = False):
+        """(tangent symbols, output tangents) as linear forms in ``<x>_dot``."""
+        p, g = self.program, self.program.graph
+        names = [f"{n}_dot" for n in p.arg_names]
+        tans = [g.input(n, g.shape(x)) for n, x in zip(names, p.inputs)]
+        env = {t: _symbols(n, g.shape(t)) for n, t in zip(names, tans)}
+        dots = jvp_nodes(g, p.inputs, tans, p.outputs)
+        dots = [d if d is not None else g.const(np.zeros(g.shape(o))) for d, o in zip(dots, p.outputs)]
+        return [_to_sympy(env[t]) for t in tans], self._sympy(dots, env, simplify)
+
+    def vjp_expr(self, simplify: bool = False):
+        """(cotangent symbols, input cotangents) as linear forms in ``out_bar``."""
+        p, g = self.program, self.program.graph
+        names = ["out_bar"] if len(p.outputs) == 1 else [f"out{i}_bar" for i in range(len(p.outputs))]
+        cts = [g.input(n, g.shape(o)) for n, o in zip(names, p.outputs)]
+        env = {c: _symbols(n, g.shape(c)) for n, c in zip(names, cts)}
+        bars = vjp_nodes(g, p.outputs, cts, p.inputs)
+        bars = [b if b is not None else g.const(np.zeros(g.shape(x))) for b, x in zip(bars, p.inputs)]
+        return [_to_sympy(env[c]) for c in cts], self._sympy(bars, env, simplify)
+
+    def _scalar_out(self) -> int:
+        from .build import _scalar_output
+
+        return _scalar_output(self.program, "gradient")
+
+    # -- generated code --------------------------------------------------------------
+    def source(self, kind: str = "grad", argnums=0) -> str:
+        """The module symgrad generates for transformation ``kind`` of this trace."""
+        p = self.program
+        wrt = list(range(len(p.inputs))) if kind in ("jit", "vjp", "jvp") else self._wrt(argnums)
+        fresh = trace_program(self.fun, self.args, [p.graph.shape(i) for i in p.inputs])
+        built = build_kernel(fresh, kind, wrt)
+        return emit_module(fresh.graph, [built.kernel], _header(fresh, kind))
+
+    # -- display -------------------------------------------------------------------------
+    def __str__(self) -> str:
+        args = ", ".join(self.program.arg_names)
+        return f"{self.program.name}({args}) = {self.expr}"
+
+    def _repr_latex_(self) -> str:
+        args = ", ".join(self.program.arg_names)
+        return f"$\\displaystyle {self.program.name}({args}) = {sp.latex(self.expr)}$"
+
+
+def trace(fun, *example_args, signature: str | None = None) -> Traced:
+    """Trace ``fun`` at the example arguments' structure (and core shapes, with a signature).
+
+    >>> import numpy as np, symgrad
+    >>> t = symgrad.trace(lambda x: np.log(1 + np.exp(x)), 0.0)
+    >>> t.expr
+    log(exp(x) + 1)
+    >>> t.grad_expr()[0]
+    exp(x)/(exp(x) + 1)
+    """
+    return Traced(fun, *example_args, signature=signature)
