@@ -83,6 +83,10 @@ class Compiled:
         return self._call(args)
 
     def _call(self, args):
+        from .nested import call_traced, has_tracer
+
+        if has_tracer(args):
+            return call_traced(self, args)
         entry = self.entry_for(args)
         leaves, _ = tree_flatten(args)
         return entry.assemble(entry.fn(*leaves))
