@@ -3,11 +3,12 @@ from ._version import __version__
 from . import ir  # noqa: F401  (registers the primitives)
 from .api.functions import grad, hessian, hvp, jacobian, jit, jvp, value_and_grad, vjp
 from .api.traced import Traced, trace
+from .api.control import stop_gradient
 from .errors import (DTypeError, RuleError, ShapeError, SignatureError, SymgradError, TraceError,
                      UnsupportedOperationError)
 
 __all__ = [
-    "__version__", "trace", "Traced", "jit", "grad", "value_and_grad", "vjp", "jvp", "jacobian", "hessian", "hvp",
+    "__version__", "trace", "Traced", "stop_gradient", "jit", "grad", "value_and_grad", "vjp", "jvp", "jacobian", "hessian", "hvp",
     "SymgradError", "TraceError", "UnsupportedOperationError", "SignatureError", "ShapeError",
     "DTypeError", "RuleError",
 ]

@@ -282,3 +282,7 @@ register(OpDef(
     emit=_emit_where, simplify=_simp_where, domain=("bool", _REAL, _REAL),
     kink="only the taken branch is differentiated", ref="piecewise",
 ))
+
+# -- stop_gradient: identity forward, zero derivative in every mode and order ------------
+_ew("stop_gradient", 1, lambda x: x, lambda x: x, lambda out, x: (None,),
+    emit=lambda ctx, node, a: a[0], ref="definition (TensorFlow tf.stop_gradient, JAX lax.stop_gradient)")
