@@ -110,15 +110,13 @@ def print_body(g: Graph, args: list[KernelIO], outputs: list[KernelIO], dtype: s
         expr, prec = _node_expr(ctx, node, text)
         if isinstance(expr, list):  # multi-line statement op
             name = new_temp()
-            if comments and nid in comments:
-                lines.append(f"# {comments[nid]}")
+            lines += _comment_lines(comments, nid)
             lines.extend(line.replace("{out}", name) for line in expr)
             text[nid] = (name, ATOM)
             continue
         direct = scalar_out.get(nid)
         if direct is not None and uses.get(nid, 0) == 2:  # used only as this output
-            if comments and nid in comments:
-                lines.append(f"# {comments[nid]}")
+            lines += _comment_lines(comments, nid)
             lines.append(f"{direct} = {expr}")
             text[nid] = (direct, ATOM)
             assigned.add(nid)
@@ -129,8 +127,7 @@ def print_body(g: Graph, args: list[KernelIO], outputs: list[KernelIO], dtype: s
             text[nid] = (expr, prec)
         else:
             name = new_temp()
-            if comments and nid in comments:
-                lines.append(f"# {comments[nid]}")
+            lines += _comment_lines(comments, nid)
             lines.append(f"{name} = {expr}")
             text[nid] = (name, ATOM)
     for o in outputs:
@@ -142,6 +139,12 @@ def print_body(g: Graph, args: list[KernelIO], outputs: list[KernelIO], dtype: s
         else:
             lines.append(f"{o.name}[...] = {value}" if len(o.shape) > 1 else f"{o.name}[:] = {value}")
     return lines
+
+
+def _comment_lines(comments, nid) -> list[str]:
+    if not comments or nid not in comments:
+        return []
+    return [f"# {line}" for line in comments[nid].split("\n")]
 
 
 def _wrap(item: tuple[str, int], need: int) -> str:

@@ -1,0 +1,114 @@
+"""Build graph nodes from a SymPy expression (the inverse of the SymPy interpreter).
+
+Used to bring stabilised expressions back into the graph: every SymPy class a
+rewrite may produce maps onto a registered primitive, and the graph's
+hash-consing re-shares common subexpressions.
+"""
+from __future__ import annotations
+
+import sympy as sp
+
+from .graph import Graph
+from .sympy_funcs import expm1, hypot, log1p, logaddexp, sigmoid, softplus
+
+_UNARY = {
+    sp.exp: "exp", sp.log: "log", sp.sin: "sin", sp.cos: "cos", sp.tan: "tan", sp.asin: "arcsin",
+    sp.acos: "arccos", sp.atan: "arctan", sp.sinh: "sinh", sp.cosh: "cosh", sp.tanh: "tanh",
+    sp.asinh: "arcsinh", sp.Abs: "abs", sp.sign: "sign", sp.erf: "erf", log1p: "log1p", expm1: "expm1",
+    sigmoid: "sigmoid", softplus: "softplus",
+}
+_BINARY = {logaddexp: "logaddexp", hypot: "hypot", sp.atan2: "arctan2"}
+_REL = {sp.StrictGreaterThan: "gt", sp.GreaterThan: "ge", sp.StrictLessThan: "lt", sp.LessThan: "le",
+        sp.Equality: "eq", sp.Unequality: "ne"}
+
+
+def from_sympy(g: Graph, expr, leaves: dict) -> int:
+    """Node id computing ``expr``; ``leaves`` maps SymPy symbols to existing node ids."""
+    memo: dict = {}
+
+    def rec(e) -> int:
+        if e in memo:
+            return memo[e]
+        out = _build(e)
+        memo[e] = out
+        return out
+
+    def _build(e) -> int:
+        if e in leaves:
+            return leaves[e]
+        if e is sp.true or e is sp.false:
+            return g.bool_const(bool(e))
+        if e.is_Number or e in (sp.pi, sp.E) or e.is_NumberSymbol:
+            return g.const(float(e))
+        if isinstance(e, sp.Add):
+            terms = sorted(e.args, key=sp.default_sort_key)
+            pos = [t for t in terms if not _is_negative(t)]
+            neg = [t for t in terms if _is_negative(t)]
+            acc = rec(pos[0]) if pos else None
+            for t in pos[1:]:
+                acc = g.apply("add", acc, rec(t))
+            for t in neg:
+                acc = g.apply("sub", acc, rec(-t)) if acc is not None else g.apply("neg", rec(-t))
+            return acc
+        if isinstance(e, sp.Mul):
+            if e.args[0] == -1:
+                return g.apply("neg", rec(sp.Mul(*e.args[1:])))
+            num, den = [], []
+            for f in e.args:
+                if f.is_Pow and f.exp.is_Number and f.exp < 0:
+                    den.append(sp.Pow(f.base, -f.exp))
+                else:
+                    num.append(f)
+            acc = rec(num[0]) if num else g.const(1.0)
+            for f in num[1:]:
+                acc = g.apply("mul", acc, rec(f))
+            for f in den:
+                acc = g.apply("div", acc, rec(f))
+            return acc
+        if isinstance(e, sp.Pow):
+            base, ex = e.args
+            if ex == sp.Rational(1, 2):
+                return g.apply("sqrt", rec(base))
+            if ex == -1:
+                return g.apply("div", g.const(1.0), rec(base))
+            if ex.is_Number and ex < 0:
+                return g.apply("div", g.const(1.0), rec(sp.Pow(base, -ex)))
+            if base == sp.E:
+                return g.apply("exp", rec(ex))
+            return g.apply("pow", rec(base), rec(ex))
+        if isinstance(e, sp.Piecewise):
+            (val, cond), rest = e.args[0], e.args[1:]
+            other = rec(sp.Piecewise(*rest)) if rest and not (len(rest) == 1 and rest[0][1] is sp.true) \
+                else rec(rest[0][0]) if rest else g.const(float("nan"))
+            if cond is sp.true:
+                return rec(val)
+            return g.apply("where", rec(cond), rec(val), other)
+        if type(e) in _REL:
+            return g.apply(_REL[type(e)], rec(e.lhs), rec(e.rhs))
+        if isinstance(e, (sp.And, sp.Or)):
+            name = "logical_and" if isinstance(e, sp.And) else "logical_or"
+            acc = rec(e.args[0])
+            for a in e.args[1:]:
+                acc = g.apply(name, acc, rec(a))
+            return acc
+        if isinstance(e, sp.Not):
+            return g.apply("logical_not", rec(e.args[0]))
+        if isinstance(e, (sp.Max, sp.Min)):
+            name = "maximum" if isinstance(e, sp.Max) else "minimum"
+            args = sorted(e.args, key=sp.default_sort_key)
+            acc = rec(args[0])
+            for a in args[1:]:
+                acc = g.apply(name, acc, rec(a))
+            return acc
+        func = type(e)
+        if func in _UNARY:
+            return g.apply(_UNARY[func], rec(e.args[0]))
+        if func in _BINARY:
+            return g.apply(_BINARY[func], rec(e.args[0]), rec(e.args[1]))
+        raise NotImplementedError(f"no symgrad primitive for SymPy {func.__name__}: {e}")
+
+    return rec(sp.sympify(expr))
+
+
+def _is_negative(t) -> bool:
+    return t.could_extract_minus_sign() and not t.is_Number or (t.is_Number and t < 0)
