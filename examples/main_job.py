@@ -79,11 +79,18 @@ def main():
     print("\n3. Robertson stiff kinetics, t in [0, 1e5], BDF")
     jac_fn = sg.jacobian(robertson, argnums=1, signature="(),(3)->(3)")
     rhs = sg.jit(robertson, signature="(),(3)->(3)")
+    calls = [0]
+
+    def counted_rhs(t, y):  # solve_ivp's nfev leaves out finite-difference evaluations
+        calls[0] += 1
+        return rhs(t, y)
+
     kw = dict(method="BDF", rtol=1e-8, atol=1e-10)
-    fd = timed("finite-difference Jacobian", solve_ivp, rhs, (0, 1e5), [1.0, 0.0, 0.0], **kw)
-    ex = timed("symgrad.jacobian", solve_ivp, rhs, (0, 1e5), [1.0, 0.0, 0.0], jac=jac_fn, **kw)
+    fd = timed("finite-difference Jacobian", solve_ivp, counted_rhs, (0, 1e5), [1.0, 0.0, 0.0], **kw)
+    fd_calls, calls[0] = calls[0], 0
+    ex = timed("symgrad.jacobian", solve_ivp, counted_rhs, (0, 1e5), [1.0, 0.0, 0.0], jac=jac_fn, **kw)
     print(f"  y(1e5) = {ex.y[:, -1]}")
-    print(f"  rhs evaluations: {fd.nfev} (finite differences) vs {ex.nfev} (symgrad), "
+    print(f"  rhs evaluations: {fd_calls} (finite differences) vs {calls[0]} (symgrad), "
           f"max rel. difference {rel_err(ex.y[:, -1], fd.y[:, -1]):.1e}")
 
 
