@@ -12,3 +12,7 @@ __all__ = [
     "SymgradError", "TraceError", "UnsupportedOperationError", "SignatureError", "ShapeError",
     "DTypeError", "RuleError",
 ]
+from .api.custom import custom_gradient  # noqa: E402
+from .api.variables import Variable  # noqa: E402
+
+__all__ += ["custom_gradient", "Variable"]

@@ -77,6 +77,7 @@ def print_body(g: Graph, args: list[KernelIO], outputs: list[KernelIO], dtype: s
     the output arrays of the same name (``x_bar[:] = ...``).
     """
     ctx = PrintContext(g, dtype, const_names)
+    comments = {**{n: t for n, t in g.notes.items()}, **(comments or {})}
     order = g.ancestors([o.node for o in outputs])
     arg_names = {a.node: a.name for a in args}
     uses: dict[int, int] = {}

@@ -42,6 +42,8 @@ class Graph:
 
     nodes: list[Node] = field(default_factory=list)
     consts: dict[int, np.ndarray] = field(default_factory=dict)
+    notes: dict[int, str] = field(default_factory=dict)  # comments the printer puts above a node
+    custom_rules: list = field(default_factory=list)      # traced custom_gradient rules
     _intern: dict = field(default_factory=dict)
 
     # -- leaves -------------------------------------------------------------

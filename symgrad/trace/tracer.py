@@ -22,8 +22,24 @@ __all__ = ["Tracer", "TraceContext", "to_node"]
 class TraceContext:
     """The graph being recorded, shared by every Tracer of one trace."""
 
-    def __init__(self, graph: Graph | None = None):
+    def __init__(self, graph: Graph | None = None, allow_variables: bool = False):
         self.graph = graph if graph is not None else Graph()
+        self.allow_variables = allow_variables
+        self.variables: dict = {}  # id(Variable) -> read record (see symgrad.api.variables)
+
+    def read_variable(self, var) -> int:
+        """Node of a :class:`symgrad.Variable` read in this trace (an input of its own)."""
+        rec = self.variables.get(id(var))
+        if rec is None:
+            if not self.allow_variables:
+                raise TraceError(format_error(
+                    f"symgrad.Variable {var.name!r} was read inside a compiled transformation",
+                    "a compiled function would freeze its current value", "pass the value as an argument, "
+                    "or use symgrad.GradientTape / ForwardAccumulator, which watch variables", user_location(4)))
+            from ..api.variables import _Read
+
+            rec = self.variables[id(var)] = _Read(var, self.graph.input(var.name, var.value.shape))
+        return rec.node
 
     def wrap(self, nid: int) -> "Tracer":
         return Tracer(self, nid)
@@ -50,6 +66,8 @@ def to_node(ctx: TraceContext, value) -> int:
         return value.id
     if isinstance(value, (bool, np.bool_)):
         return ctx.graph.bool_const(value)
+    if type(value).__name__ == "Variable" and hasattr(value, "assign"):
+        return ctx.read_variable(value)
     if isinstance(value, numbers.Real):
         return ctx.graph.const(float(value))
     if isinstance(value, (list, tuple)):
