@@ -18,6 +18,7 @@ from ..errors import SignatureError, format_error
 from ..trace.pytree import TreeDef, tree_flatten, tree_unflatten
 from ..trace.signature import parse_signature
 from ..trace.trace import TracedProgram, trace_program
+from ..trace.tracer import Tracer
 from .build import build_kernel
 from .stabilize_pass import stabilize_kernel
 
@@ -83,16 +84,18 @@ class Compiled:
         return self._call(args)
 
     def _call(self, args):
-        from .nested import call_traced, has_tracer
+        leaves, in_tree = tree_flatten(args)
+        if any(isinstance(leaf, Tracer) for leaf in leaves):
+            from .nested import call_traced
 
-        if has_tracer(args):
             return call_traced(self, args)
-        entry = self.entry_for(args)
-        leaves, _ = tree_flatten(args)
+        entry = self.entry_for(args, leaves, in_tree)
         return entry.assemble(entry.fn(*leaves))
 
-    def entry_for(self, args) -> Entry:
-        leaves, in_tree = tree_flatten(tuple(args))
+    def entry_for(self, args, leaves=None, in_tree=None) -> Entry:
+        """The compiled entry for arguments structured like ``args`` (building it if new)."""
+        if leaves is None:
+            leaves, in_tree = tree_flatten(tuple(args))
         if self.signature is None:
             cores = [()] * len(leaves)
         else:
