@@ -100,7 +100,8 @@ def emit_wrapper(k: KernelDef, const_count: int) -> list[str]:
         test = " and ".join(f"type({a}) is float" for a in arg_names)
         call_args = ", ".join(arg_names + [f"_{up}_C{i}" for i in range(const_count)])
         lines += [f"    if {test}:", f"        return {k.name}_f64({call_args})"]
-    lines.append(f"    return gufunc_call(_{up}_SPEC, ({', '.join(arg_names)}{',' if len(arg_names) == 1 else ''}))")
+    par = ", parallel=True" if k.parallel else ""
+    lines.append(f"    return gufunc_call(_{up}_SPEC, ({', '.join(arg_names)}{',' if len(arg_names) == 1 else ''}){par})")
     return lines
 
 
