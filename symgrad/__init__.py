@@ -16,3 +16,6 @@ from .api.custom import custom_gradient  # noqa: E402
 from .api.variables import Variable  # noqa: E402
 
 __all__ += ["custom_gradient", "Variable"]
+from .api.explain import explain  # noqa: E402
+
+__all__ += ["explain"]
