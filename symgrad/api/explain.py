@@ -81,7 +81,10 @@ def explain(fun, *args, signature: str | None = None) -> str:
                 continue
             contrib = g.apply("mul", adj_nodes[nid], pe.id)
             adj_nodes[a] = contrib if a not in adj_nodes else g.apply("add", adj_nodes[a], contrib)
-            terms.setdefault(a, []).append(f"{names[nid]}_bar * d{names[nid]}/d{names[a]}")
+            sym_env = {n: np.array(s, dtype=object) for n, s in syms.items()}
+            pexpr = evaluate(g, [pe.id], sym_env, mode="sympy")[0][()]
+            factor = "" if pexpr == 1 else f" * {_paren(pexpr)}"
+            terms.setdefault(a, []).append(f"{names[nid]}_bar{factor}")
     adj_vals = dict(zip(adj_nodes, evaluate(g, list(adj_nodes.values()), env)))
     lines += ["", f"backward pass ({names[out]}_bar = 1), reverse topological order:"]
     for nid in reversed(order):
@@ -91,6 +94,11 @@ def explain(fun, *args, signature: str | None = None) -> str:
     lines += ["", "gradient: " + ", ".join(f"d{names[out]}/d{n} = {_fmt(adj_vals.get(i, 0.0))}"
                                            for i, n in zip(p.inputs, p.arg_names))]
     return "\n".join(lines)
+
+
+def _paren(expr) -> str:
+    text = str(expr)
+    return text if expr.is_Atom or isinstance(expr, sp.Function) else f"({text})"
 
 
 def _leaves(args):

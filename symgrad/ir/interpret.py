@@ -46,7 +46,7 @@ def evaluate(g: Graph, outputs: list[int], env: dict[int, object], mode: str = "
     vals: dict[int, object] = {}
     for nid in g.ancestors(outputs):
         node = g[nid]
-        if node.op == "input":
+        if nid in env:  # inputs, or any node whose value the caller supplies
             vals[nid] = env[nid]
             continue
         if node.op in ("const", "bconst"):
