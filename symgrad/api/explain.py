@@ -73,7 +73,14 @@ def explain(fun, *args, signature: str | None = None) -> str:
         if nid not in adj_nodes or node.op == "input":
             continue
         op = REGISTRY[node.op]
-        if not op.elementwise or op.nondiff:
+        if op.nondiff:
+            continue
+        if not op.elementwise:  # structural op: its own VJP rule (e.g. a sum broadcasts back)
+            for a, c in zip(node.args, op.vjp(g, node, adj_nodes[nid], 0)):
+                if c is None or a not in values:
+                    continue
+                adj_nodes[a] = c if a not in adj_nodes else g.apply("add", adj_nodes[a], c)
+                terms.setdefault(a, []).append(f"{node.op}_vjp({names[nid]}_bar)")
             continue
         partials = op.partials(E(g, nid), *[E(g, a) for a in node.args])
         for a, pe in zip(node.args, partials):
