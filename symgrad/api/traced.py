@@ -19,6 +19,7 @@ from ..transforms import hessian_nodes, jacobian_nodes, jvp_nodes, vjp_nodes
 from ..transforms.higher import gradient_nodes
 from .build import build_kernel
 from .compiled import _header, normalize_argnums
+from .stabilize_pass import stabilize_kernel
 
 
 def _symbols(name: str, shape: tuple) -> np.ndarray:
@@ -61,6 +62,7 @@ class Traced:
         g = self.program.graph
         self.symbols = [_symbols(n, g.shape(i)) for n, i in zip(self.program.arg_names, self.program.inputs)]
         self._env = dict(zip(self.program.inputs, self.symbols))
+        self._kernels: dict = {}
 
     # -- expressions ---------------------------------------------------------------
     def _sympy(self, nodes, extra_env=None, simplify=False):
@@ -128,13 +130,32 @@ class Traced:
         return _scalar_output(self.program, "gradient")
 
     # -- generated code --------------------------------------------------------------
-    def source(self, kind: str = "grad", argnums=0) -> str:
+    def _kernel(self, kind: str, argnums, stabilize: bool):
+        key = (kind, argnums if isinstance(argnums, int) else tuple(argnums), stabilize)
+        cached = self._kernels.get(key)
+        if cached is None:
+            p = self.program
+            wrt = list(range(len(p.inputs))) if kind in ("jit", "vjp", "jvp") else self._wrt(argnums)
+            fresh = trace_program(self.fun, self.args, [p.graph.shape(i) for i in p.inputs])
+            built = build_kernel(fresh, kind, wrt)
+            header = _header(fresh, kind)
+            if stabilize:
+                header += stabilize_kernel(fresh.graph, built.kernel)
+            cached = self._kernels[key] = (fresh, built.kernel, header)
+        return cached
+
+    def source(self, kind: str = "grad", argnums=0, stabilize: bool = True) -> str:
         """The module symgrad generates for transformation ``kind`` of this trace."""
-        p = self.program
-        wrt = list(range(len(p.inputs))) if kind in ("jit", "vjp", "jvp") else self._wrt(argnums)
-        fresh = trace_program(self.fun, self.args, [p.graph.shape(i) for i in p.inputs])
-        built = build_kernel(fresh, kind, wrt)
-        return emit_module(fresh.graph, [built.kernel], _header(fresh, kind))
+        fresh, kernel, header = self._kernel(kind, argnums, stabilize)
+        return emit_module(fresh.graph, [kernel], header)
+
+    def rewrites(self, kind: str = "grad", argnums=0) -> list:
+        """Stable rewrites chosen for ``kind``: a list of ``(output name, RewriteRecord)``.
+
+        Each record gives the expression before and after, bits of error before and after
+        in float64 and float32 (mean, max), and the regime (branch condition) if any.
+        """
+        return list(self._kernel(kind, argnums, True)[1].rewrites)
 
     # -- display -------------------------------------------------------------------------
     def __str__(self) -> str:

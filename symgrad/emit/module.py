@@ -39,6 +39,7 @@ class KernelDef:
     outputs: list[KernelIO]
     comments: dict[int, str] = field(default_factory=dict)
     parallel: bool = False
+    rewrites: list = field(default_factory=list)  # (output name, RewriteRecord) applied by the stabiliser
 
 
 def _encode(arr: np.ndarray) -> str:

@@ -285,8 +285,31 @@ def _emit_contract(ctx, node, names):
     return lines
 
 
+def _aligned(g, x, letters, out):
+    """``x`` (indexed by ``letters``) transposed and reshaped to broadcast against ``out``."""
+    if not letters:
+        return x
+    order = sorted(range(len(letters)), key=lambda i: out.index(letters[i]))
+    if order != list(range(len(letters))):
+        x = g.apply("transpose", x, params=(tuple(order),))
+        letters = "".join(letters[i] for i in order)
+    shape = g.shape(x)
+    full = tuple(shape[letters.index(ch)] if ch in letters else 1 for ch in out)
+    return g.apply("reshape", x, params=(full,)) if full != shape else x
+
+
+def _simp_contract(g, args, params, shape):
+    """A contraction that sums over nothing is a (broadcast) product: emit it as ``mul``."""
+    a, b, out = parse_spec(params[0])
+    if set(a + b) != set(out) or len(set(a)) != len(a) or len(set(b)) != len(b):
+        return None
+    x, y = _aligned(g, args[0], a, out), _aligned(g, args[1], b, out)
+    prod = g.apply("mul", x, y)
+    return prod if g.shape(prod) == tuple(shape) else g.apply("broadcast_to", prod, params=(tuple(shape),))
+
+
 register(OpDef(
-    name="contract", infer=_infer_contract, numpy=lambda x, y, spec: np.einsum(spec, x, y),
+    name="contract", infer=_infer_contract, simplify=_simp_contract, numpy=lambda x, y, spec: np.einsum(spec, x, y),
     emit=_emit_contract, jvp=_jvp_contract, vjp=_vjp_contract,
     ref="bilinear: dL/dA = G B^T, dL/dB = A^T G (Giles 2008)",
 ))
