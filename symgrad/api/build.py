@@ -66,7 +66,7 @@ def build_kernel(p: TracedProgram, kind: str, wrt: list[int], parallel: bool = F
     onames = _out_names(p)
     if kind == "jit":
         outs = [KernelIO(n, o, g.shape(o)) for n, o in zip(onames, p.outputs)]
-        doc = f"{p.name}{tuple(p.arg_names)}"
+        doc = f"{p.name}({', '.join(p.arg_names)})"
     elif kind in ("grad", "value_and_grad"):
         y = _scalar_output(p, kind)
         grads = gradient_nodes(g, y, xs)

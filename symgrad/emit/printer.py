@@ -1,17 +1,20 @@
 """Print the body of one kernel: the nodes an output list needs, as Numba code.
 
-Walks nodes in id (topological) order.  A node used once by an elementwise or
-indexing consumer is inlined into it, so ``log(1 + exp(x))`` prints as one
-line; nodes used more than once become named temporaries (the graph is
-already hash-consed, so this *is* common-subexpression elimination).  Inside a
-scalar ``where`` the branches are inlined into a conditional expression, so
-only the taken branch is evaluated.  Operators get parentheses by precedence.
+Walks nodes in id (topological) order.  A node used once by an elementwise
+consumer is inlined into it, so ``log(1 + exp(x))`` prints as one expression;
+nodes used more than once become named temporaries (the graph is already
+hash-consed, so this *is* common-subexpression elimination).
+
+Array-valued elementwise expressions are emitted as one fused loop nest that
+indexes every operand at its broadcast position; Numba compiles such loops
+several times faster than NumPy array expressions, they allocate no
+intermediate arrays, and a ``where`` inside them evaluates only the taken
+branch per element (the conditional expression ``a if c else b``).  Operators
+get parentheses by precedence and are never re-associated.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-
-import numpy as np
 
 from ..ir.graph import Graph, Node
 from ..ir.ops import REGISTRY
@@ -59,7 +62,7 @@ class PrintContext:
 
 
 def array_constants(g: Graph, outputs: list[int]) -> list[int]:
-    """Ids of the non-scalar constants the outputs need (passed as hidden arguments)."""
+    """Ids of the non-uniform array constants the outputs need (passed as hidden arguments)."""
     out = []
     for n in g.ancestors(outputs):
         if g[n].op == "bconst" and g[n].shape != ():
@@ -67,79 +70,6 @@ def array_constants(g: Graph, outputs: list[int]) -> list[int]:
         elif g[n].op == "const" and g[n].shape != () and g.scalar_value(n) is None:
             out.append(n)
     return out
-
-
-def print_body(g: Graph, args: list[KernelIO], outputs: list[KernelIO], dtype: str,
-               const_names: dict[int, str], comments: dict[int, str] | None = None) -> list[str]:
-    """Source lines (unindented) computing ``outputs`` from ``args``.
-
-    Scalar outputs are assigned to their names; array outputs are written into
-    the output arrays of the same name (``x_bar[:] = ...``).
-    """
-    ctx = PrintContext(g, dtype, const_names)
-    comments = {**{n: t for n, t in g.notes.items()}, **(comments or {})}
-    order = g.ancestors([o.node for o in outputs])
-    arg_names = {a.node: a.name for a in args}
-    uses: dict[int, int] = {}
-    for nid in order:
-        for a in g[nid].args:
-            uses[a] = uses.get(a, 0) + 1
-    for o in outputs:
-        uses[o.node] = uses.get(o.node, 0) + 2  # outputs are always materialised
-    text: dict[int, tuple[str, int]] = {}
-    for nid, name in arg_names.items():
-        text[nid] = (name, ATOM)
-    lines: list[str] = []
-    new_temp = TempNamer()
-    scalar_out: dict[int, str] = {}
-    for o in outputs:
-        if o.shape == () and o.node not in arg_names:
-            scalar_out.setdefault(o.node, o.name)
-    assigned: set[int] = set()
-    consumers_need_name = set()
-    for nid in order:
-        if g[nid].op in _STATEMENT_OPS:
-            consumers_need_name.update(g[nid].args)
-    for nid in order:
-        node = g[nid]
-        if nid in text:
-            continue
-        if node.op in ("const", "bconst"):
-            s = ctx.const(node)
-            text[nid] = (s, 25 if s.startswith("-") else ATOM)
-            continue
-        expr, prec = _node_expr(ctx, node, text)
-        if isinstance(expr, list):  # multi-line statement op
-            name = new_temp()
-            lines += _comment_lines(comments, nid)
-            lines.extend(line.replace("{out}", name) for line in expr)
-            text[nid] = (name, ATOM)
-            continue
-        direct = scalar_out.get(nid)
-        if direct is not None and uses.get(nid, 0) == 2:  # used only as this output
-            lines += _comment_lines(comments, nid)
-            lines.append(f"{direct} = {expr}")
-            text[nid] = (direct, ATOM)
-            assigned.add(nid)
-            continue
-        inline = (uses.get(nid, 0) == 1 and nid not in consumers_need_name
-                  and len(expr) <= _INLINE_MAX_CHARS and not (comments and nid in comments))
-        if inline:
-            text[nid] = (expr, prec)
-        else:
-            name = new_temp()
-            lines += _comment_lines(comments, nid)
-            lines.append(f"{name} = {expr}")
-            text[nid] = (name, ATOM)
-    for o in outputs:
-        value = text[o.node][0]
-        if o.node in assigned and value == o.name:
-            continue
-        if o.shape == ():
-            lines.append(f"{o.name} = {value}")
-        else:
-            lines.append(f"{o.name}[...] = {value}" if len(o.shape) > 1 else f"{o.name}[:] = {value}")
-    return lines
 
 
 def _comment_lines(comments, nid) -> list[str]:
@@ -153,17 +83,167 @@ def _wrap(item: tuple[str, int], need: int) -> str:
     return s if prec >= need else f"({s})"
 
 
-def _node_expr(ctx: PrintContext, node: Node, text) -> tuple:
-    op = REGISTRY[node.op]
-    items = [text[a] for a in node.args]
-    if node.op in INFIX:
-        symbol, prec = INFIX[node.op]
-        if len(items) == 1:
-            return f"-{_wrap(items[0], prec)}", prec
-        left_need = prec + 1 if node.op == "pow" else prec
-        right_need = prec if node.op == "pow" else prec + 1  # never re-associate floats
-        return f"{_wrap(items[0], left_need)} {symbol} {_wrap(items[1], right_need)}", prec
-    if node.op == "getitem":
-        return op.emit(ctx, node, [_wrap(items[0], ATOM)]), ATOM
-    out = op.emit(ctx, node, [s for s, _ in items])
-    return out, ATOM
+class _Body:
+    """State of one body being printed."""
+
+    def __init__(self, g: Graph, ctx: PrintContext, names: dict[int, str], comments: dict[int, str]):
+        self.g, self.ctx, self.comments = g, ctx, comments
+        self.names = dict(names)           # node -> identifier (args, temporaries, outputs)
+        self.inline: dict[int, bool] = {}  # node -> rendered inside its consumer
+        self.lines: list[str] = []
+        self.loop_count = 0
+
+    # -- rendering an expression tree ------------------------------------------------
+    def render(self, nid: int, shape: tuple | None) -> tuple[str, int]:
+        """Text of node ``nid``; with ``shape``, as one element of a loop over ``shape``."""
+        g = self.g
+        node = g[nid]
+        if nid in self.names:
+            return self._indexed(self.names[nid], node.shape, shape), ATOM
+        if node.op in ("const", "bconst"):
+            if node.op == "const" and shape is not None and g.scalar_value(nid) is not None:
+                s = self.ctx.literal(g.scalar_value(nid))
+            else:
+                s = self.ctx.const(node)
+                if node.shape and s in self.ctx.const_names.values():
+                    s = self._indexed(s, node.shape, shape)
+            return s, (25 if s.startswith("-") else ATOM)
+        op = REGISTRY[node.op]
+        if not op.elementwise:  # inlined structural op (scalar-valued, e.g. x[3])
+            items = [self.render(a, None) for a in node.args]
+            return op.emit(self.ctx, node, [_wrap(it, ATOM) for it in items]), ATOM
+        items = [self.render(a, shape) for a in node.args]
+        return self._elementwise(node, items, scalar=shape is not None or node.shape == ())
+
+    def _elementwise(self, node: Node, items, scalar: bool) -> tuple[str, int]:
+        if node.op in INFIX:
+            symbol, prec = INFIX[node.op]
+            if len(items) == 1:
+                return f"-{_wrap(items[0], prec)}", prec
+            left_need = prec + 1 if node.op == "pow" else prec
+            right_need = prec if node.op == "pow" else prec + 1  # never re-associate floats
+            return f"{_wrap(items[0], left_need)} {symbol} {_wrap(items[1], right_need)}", prec
+        if node.op == "where" and scalar:
+            c, a, b = (s for s, _ in items)
+            return f"{a} if {c} else {b}", 1
+        if node.op == "stop_gradient":
+            return items[0]
+        strs = [s for s, _ in items]
+        return REGISTRY[node.op].emit(self.ctx, node, strs), ATOM
+
+    @staticmethod
+    def _indexed(name: str, own: tuple, loop: tuple | None) -> str:
+        if loop is None or not own:
+            return name
+        offset = len(loop) - len(own)
+        idx = ["0" if d == 1 and loop[offset + k] != 1 else f"_i{offset + k}" for k, d in enumerate(own)]
+        return f"{name}[{', '.join(idx)}]"
+
+    # -- statements ------------------------------------------------------------------------
+    def assign(self, nid: int, target: str, is_output_array: bool = False) -> None:
+        """Emit statements computing ``nid`` into ``target`` (a new name or an output array)."""
+        g, node = self.g, self.g[nid]
+        op = REGISTRY.get(node.op)
+        self.lines += _comment_lines(self.comments, nid)
+        if op is not None and node.op in _STATEMENT_OPS:
+            items = [_wrap(self.render(a, None), ATOM) for a in node.args]
+            body = op.emit(self.ctx, node, items)
+            if is_output_array:
+                tmp = f"{target}_value"
+                self.lines += [line.replace("{out}", tmp) for line in body]
+                self.lines.append(f"{target}[...] = {tmp}")
+            else:
+                self.lines += [line.replace("{out}", target) for line in body]
+            return
+        if op is not None and op.elementwise and node.shape != ():
+            self._loop(nid, target, is_output_array)
+            return
+        text, _ = self.render(nid, None) if nid not in self.names else (self.names[nid], ATOM)
+        if is_output_array:
+            self.lines.append(f"{target}[...] = {text}" if len(node.shape) != 1 else f"{target}[:] = {text}")
+        else:
+            self.lines.append(f"{target} = {text}")
+
+    def _loop(self, nid: int, target: str, is_output_array: bool) -> None:
+        node = self.g[nid]
+        shape = node.shape
+        dtype = "np.bool_" if node.kind == "b" else self.ctx.dtype_expr
+        if not is_output_array:
+            self.lines.append(f"{target} = np.empty({shape!r}, dtype={dtype})")
+        pad = ""
+        for k, n in enumerate(shape):
+            self.lines.append(f"{pad}for _i{k} in range({n}):")
+            pad += "    "
+        op = REGISTRY[node.op]
+        items = [self.render(a, shape) for a in node.args]
+        text, _ = self._elementwise(node, items, scalar=True)
+        idx = ", ".join(f"_i{k}" for k in range(len(shape)))
+        self.lines.append(f"{pad}{target}[{idx}] = {text}")
+        del op
+
+
+def print_body(g: Graph, args: list[KernelIO], outputs: list[KernelIO], dtype: str,
+               const_names: dict[int, str], comments: dict[int, str] | None = None) -> list[str]:
+    """Source lines (unindented) computing ``outputs`` from ``args``.
+
+    Scalar outputs are assigned to their names; array outputs are written into
+    the output arrays of the same name.
+    """
+    ctx = PrintContext(g, dtype, const_names)
+    comments = {**g.notes, **(comments or {})}
+    order = g.ancestors([o.node for o in outputs])
+    body = _Body(g, ctx, {a.node: a.name for a in args}, comments)
+    uses: dict[int, int] = {}
+    consumer: dict[int, int] = {}
+    for nid in order:
+        for a in g[nid].args:
+            uses[a] = uses.get(a, 0) + 1
+            consumer[a] = nid
+    out_nodes = {o.node for o in outputs}
+    first_out = {}
+    for o in outputs:
+        first_out.setdefault(o.node, o)
+    new_temp = TempNamer()
+    for nid in order:
+        node = g[nid]
+        if nid in body.names or node.op in ("const", "bconst"):
+            continue
+        op = REGISTRY[node.op]
+        if nid in out_nodes:
+            o = first_out[nid]
+            if o.shape == () or (uses.get(nid, 0) == 0 and o.node not in body.names):
+                body.assign(nid, o.name, is_output_array=o.shape != ())
+                if o.shape == ():
+                    body.names[nid] = o.name
+                else:
+                    body.names[nid] = o.name
+                continue
+        if _can_inline(g, nid, op, uses, consumer, comments):
+            continue
+        name = new_temp()
+        body.assign(nid, name)
+        body.names[nid] = name
+    for o in outputs:  # outputs not yet written (duplicates, inputs, constants)
+        if body.names.get(o.node) == o.name:
+            continue
+        text, _ = body.render(o.node, None)
+        if o.shape == ():
+            body.lines.append(f"{o.name} = {text}")
+        else:
+            body.lines.append(f"{o.name}[...] = {text}" if len(o.shape) != 1 else f"{o.name}[:] = {text}")
+    return body.lines
+
+
+def _can_inline(g: Graph, nid: int, op, uses, consumer, comments) -> bool:
+    """A single-use node is printed inside its consumer when that stays cheap and readable."""
+    if uses.get(nid, 0) != 1 or nid in comments or g[nid].op in _STATEMENT_OPS:
+        return False
+    user = g[consumer[nid]]
+    if user.op in _STATEMENT_OPS:
+        return False
+    if op.elementwise:
+        user_op = REGISTRY[user.op]
+        # elementwise into elementwise fuses; into structural ops only as a scalar
+        return user_op.elementwise or g[nid].shape == ()
+    # structural ops: inline scalar-valued ones (x[3], np.sum(t)) into scalar consumers only
+    return g[nid].shape == () and user.shape == () and REGISTRY[user.op].elementwise
