@@ -43,12 +43,6 @@ class Variable:
         return f"symgrad.Variable(name={self.name!r}, value={self.value!r})"
 
 
-class _Read:
-    """A variable read inside one trace: its node id."""
-
-    def __init__(self, var: Variable, node: int):
-        self.var, self.node, self.name = var, node, var.name
-
-
-def variables_in_trace(ctx) -> list[_Read]:
+def variables_in_trace(ctx) -> list:
+    """The :class:`~symgrad.trace.tracer.VariableRead` records of trace context ``ctx``."""
     return list(getattr(ctx, "variables", {}).values())

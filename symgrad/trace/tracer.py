@@ -19,6 +19,13 @@ from ..ir.graph import Graph
 __all__ = ["Tracer", "TraceContext", "to_node"]
 
 
+class VariableRead:
+    """A :class:`symgrad.Variable` read inside one trace, and its input node."""
+
+    def __init__(self, var, node: int):
+        self.var, self.node, self.name = var, node, var.name
+
+
 class TraceContext:
     """The graph being recorded, shared by every Tracer of one trace."""
 
@@ -36,9 +43,7 @@ class TraceContext:
                     f"symgrad.Variable {var.name!r} was read inside a compiled transformation",
                     "a compiled function would freeze its current value", "pass the value as an argument, "
                     "or use symgrad.GradientTape / ForwardAccumulator, which watch variables", user_location(4)))
-            from ..api.variables import _Read
-
-            rec = self.variables[id(var)] = _Read(var, self.graph.input(var.name, var.value.shape))
+            rec = self.variables[id(var)] = VariableRead(var, self.graph.input(var.name, var.value.shape))
         return rec.node
 
     def wrap(self, nid: int) -> "Tracer":
