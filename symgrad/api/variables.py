@@ -21,6 +21,8 @@ class Variable:
       name: identifier used in generated code and formulas.
     """
 
+    __symgrad_variable__ = True  # recognised by the tracer
+
     def __init__(self, value, name: str | None = None):
         arr = np.asarray(value)
         self.value = arr.astype(np.float64) if arr.dtype != np.float32 else arr

@@ -71,7 +71,7 @@ def to_node(ctx: TraceContext, value) -> int:
         return value.id
     if isinstance(value, (bool, np.bool_)):
         return ctx.graph.bool_const(value)
-    if type(value).__name__ == "Variable" and hasattr(value, "assign"):
+    if getattr(type(value), "__symgrad_variable__", False):  # symgrad.Variable (defined in the API layer)
         return ctx.read_variable(value)
     if isinstance(value, numbers.Real):
         return ctx.graph.const(float(value))
