@@ -55,7 +55,7 @@ def grad(fun, argnums=0, signature: str | None = None, *, stabilize: bool = True
 
     >>> import numpy as np, symgrad
     >>> float(symgrad.grad(lambda x: x ** 3.5)(1.1))
-    4.441705696...
+    4.44170547...
     """
     return Compiled(fun, "grad", signature, argnums, stabilize, parallel)
 
