@@ -89,6 +89,7 @@ def stabilize_kernel(g: Graph, kernel: KernelDef, budget_s: float = DEFAULT_BUDG
             continue
         new = from_sympy(g, res.expr, leaves)
         out.node = new
+        kernel.rewrites += [(out.name, r) for r in res.records]
         lines = [f"rewrite {r.one_line()}" for r in res.records]
         kernel.comments[new] = "\n".join(lines)
         header += [f"{out.name}: {line}" for line in lines]

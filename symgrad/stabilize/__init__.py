@@ -1,0 +1,75 @@
+"""Numerical stabilisation engine: find accurate floating-point forms by search.
+
+Usage::
+
+    from symgrad.stabilize import stabilize
+    res = stabilize(sp.log(1 + sp.exp(x)), [x])
+    res.expr            # softplus(x)
+    for r in res.records: print(r.one_line())
+
+The method follows Herbie (Panchekha et al., PLDI 2015): measure bits of error
+against correctly rounded mpmath references on sampled inputs, localise error,
+rewrite with a library of identities and algebraic transformations, infer
+regimes and keep the most accurate verified candidate.
+
+References:
+    Panchekha, Sanchez-Stern, Wilcox & Tatlock (2015), "Automatically improving
+    accuracy for floating point expressions", PLDI.
+    Goldberg (1991), "What every computer scientist should know about
+    floating-point arithmetic".
+    Higham (2002), "Accuracy and Stability of Numerical Algorithms", 2nd ed.
+    Blanchard, Higham & Higham (2021), "Accurately computing the log-sum-exp and
+    softmax functions", IMA J. Numer. Anal.
+"""
+from __future__ import annotations
+
+import time
+from typing import Mapping, Sequence
+
+import numpy as np
+import sympy as sp
+
+from .accuracy import bits_of_error_report
+from .result import RewriteRecord, StabilizeResult
+from .search import Search
+
+__all__ = ["stabilize", "StabilizeResult", "RewriteRecord", "bits_of_error_report"]
+
+
+def _summary(bits_before: dict, bits_after: dict) -> dict:
+    out = {}
+    for dt in sorted(bits_before, key=str):
+        b, a = bits_before[dt], bits_after[dt]
+        f = lambda v, g: float(g(v)) if len(v) else 0.0  # noqa: E731
+        out[str(dt)] = (f(b, np.mean), f(b, np.max), f(a, np.mean), f(a, np.max))
+    return out
+
+
+def stabilize(expr: sp.Expr, variables: Sequence[sp.Symbol], *, domain: Mapping | None = None,
+              budget_s: float = 2.0, dtypes: Sequence[str] = ("float64", "float32"), seed: int = 0,
+              n_points: int = 256) -> StabilizeResult:
+    """Search for a numerically more accurate equivalent of ``expr``.
+
+    Args:
+        expr: SymPy expression in the real symbols ``variables``.
+        variables: ordered input symbols.
+        domain: optional ``{symbol: (lo, hi)}``; default all finite floats where
+            the exact value is finite and real.
+        budget_s: wall-time budget of the search (sampling included).
+        dtypes: floating-point formats to score (error averaged over them).
+        seed: RNG seed (results are deterministic for a given seed).
+        n_points: sample points per dtype.
+
+    Returns:
+        :class:`StabilizeResult` with the chosen expression and the applied rewrites.
+    """
+    t0 = time.perf_counter()
+    expr = sp.sympify(expr)
+    s = Search(expr, variables, domain, budget_s, tuple(dtypes), seed, n_points)
+    best = s.run()
+    records = []
+    for name, before, after, regime in best.history:
+        cb, ca = s.score(before, ()), s.score(after, ())
+        records.append(RewriteRecord(name, before, after, _summary(cb.bits, ca.bits), regime))
+    return StabilizeResult(best.expr, records, s.exhausted, time.perf_counter() - t0,
+                           _summary(s.orig.bits, best.bits))

@@ -1,0 +1,117 @@
+"""Regime inference: branch on one input when no single candidate wins everywhere.
+
+Points of all dtypes are sorted by one variable; with prefix sums of each
+candidate's error the best split into two or three contiguous segments (each
+served by one candidate) is found exactly in O(n) per candidate tuple.  The
+threshold between two segments is then refined by bisection on the float line
+between the neighbouring sample points (comparing both candidates against the
+exact reference) and rounded to the shortest decimal inside the bracket.
+
+References:
+    Panchekha et al. (2015), "Automatically improving accuracy for floating
+    point expressions", PLDI, sec. 4.5 (regime inference).
+"""
+from __future__ import annotations
+
+import itertools
+from typing import Sequence
+
+import numpy as np
+import sympy as sp
+
+from .accuracy import ulp_bits
+from .numeric import compile_numpy
+from .reference import compile_mpmath, reference_values
+
+__all__ = ["best_split", "shortest_between"]
+
+
+def shortest_between(lo: float, hi: float) -> float:
+    """A short decimal ``t`` with ``lo < t <= hi``."""
+    for d in range(1, 18):
+        t = float(f"{hi:.{d}g}")
+        if lo < t <= hi:
+            return t
+    return hi
+
+
+def _bisect(a, b, lo, hi, row, j, orig, variables):
+    """Move the A|B threshold inside (lo, hi] by bisection on float64 values of variable j."""
+    fa = compile_numpy(a, variables, "float64")
+    fb = compile_numpy(b, variables, "float64")
+    fo = compile_mpmath(orig, variables)
+    for _ in range(8):
+        mid = lo / 2 + hi / 2
+        if not (lo < mid < hi):
+            break
+        X = np.array([row], dtype=np.float64)
+        X[0, j] = mid
+        ref = reference_values(fo, X, "float64")
+        ea, eb = ulp_bits(fa(X), ref)[0], ulp_bits(fb(X), ref)[0]
+        if ea <= eb:
+            lo = mid
+        else:
+            hi = mid
+    return lo, hi
+
+
+def best_split(cands: Sequence[tuple[sp.Expr, dict]], samples: dict, variables, orig, min_gain=0.1):
+    """Best 2/3-segment regime over the candidates.
+
+    Args:
+        cands: ``[(expr, {dtype: per-point bits})]``.
+        samples: ``{dtype: Sample}`` (same points the bits refer to).
+        variables: input symbols.
+        orig: original expression (exact reference for threshold refinement).
+        min_gain: minimal improvement in mean bits (averaged over dtypes).
+
+    Returns:
+        ``(piecewise_expr, condition_str, gain)`` or None.
+    """
+    dts = sorted(samples, key=str)
+    K = len(cands)
+    if K < 2 or not variables:
+        return None
+    costs = np.concatenate([np.stack([c[1][dt] for c in cands]) / max(len(samples[dt].X), 1) / len(dts)
+                            for dt in dts], axis=1)
+    best_single = costs.sum(axis=1).min()
+    best = None
+    for j, v in enumerate(variables):
+        vals = np.concatenate([samples[dt].X[:, j].astype(np.float64) for dt in dts])
+        order = np.argsort(vals, kind="stable")
+        sv, C = vals[order], costs[:, order]
+        P = np.concatenate([np.zeros((K, 1)), np.cumsum(C, axis=1)], axis=1)
+        tot = P[:, -1:]
+        valid = np.concatenate([[False], sv[1:] > sv[:-1], [False]])
+        for a, b in itertools.permutations(range(K), 2):
+            two = np.where(valid, P[a] + tot[b] - P[b], np.inf)
+            i = int(np.argmin(two))
+            if best is None or two[i] < best[0] - 1e-12:
+                best = (two[i], j, (a, b), (i,))
+        for a, b, c in itertools.product(range(K), repeat=3):
+            if a == b or b == c:
+                continue
+            left = np.where(valid, P[a] - P[b], np.inf)
+            run = np.minimum.accumulate(left)
+            three = np.where(valid, run + P[b] + tot[c] - P[c], np.inf)
+            k2 = int(np.argmin(three))
+            if three[k2] < (best[0] if best else np.inf) - 1e-12:
+                i1 = int(np.argmin(np.where(valid[:k2 + 1], left[:k2 + 1], np.inf)))
+                if 0 < i1 < k2:
+                    best = (three[k2], j, (a, b, c), (i1, k2))
+    if best is None or best_single - best[0] < max(min_gain, 0.1 * best_single):
+        return None
+    cost, j, ids, cuts = best
+    v = variables[j]
+    vals = np.sort(np.concatenate([samples[dt].X[:, j].astype(np.float64) for dt in dts]), kind="stable")
+    thresholds = []
+    for n, i in enumerate(cuts):
+        lo, hi = vals[i - 1], vals[i]
+        if len(variables) == 1:
+            lo, hi = _bisect(cands[ids[n]][0], cands[ids[n + 1]][0], lo, hi, [0.0], 0, orig, variables)
+        thresholds.append(shortest_between(lo, hi))
+    pieces = [(cands[ids[n]][0], sp.StrictLessThan(v, sp.Float(t, 17))) for n, t in enumerate(thresholds)]
+    pieces.append((cands[ids[-1]][0], sp.true))
+    pw = sp.Piecewise(*pieces)
+    cond = " ; ".join(str(p[1]) for p in pieces[:-1])
+    return pw, cond, float(best_single - cost)

@@ -1,0 +1,55 @@
+"""Result records of :func:`symgrad.stabilize.stabilize`."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional
+
+import sympy as sp
+
+__all__ = ["RewriteRecord", "StabilizeResult"]
+
+
+@dataclass(frozen=True)
+class RewriteRecord:
+    """One accepted rewrite step.
+
+    Attributes:
+        name: identity or transformation name (``"regime_split"`` for branches).
+        before: whole expression before the step.
+        after: whole expression after the step.
+        bits: ``{dtype: (mean_before, max_before, mean_after, max_after)}`` bits of error.
+        regime: the Piecewise condition introduced by the step, or None.
+    """
+    name: str
+    before: sp.Expr
+    after: sp.Expr
+    bits: dict = field(hash=False, compare=True)
+    regime: Optional[str] = None
+
+    def one_line(self) -> str:
+        """``name: before -> after  [f64 bits a -> b, f32 c -> d]``."""
+        parts = []
+        for dt, tag in (("float64", "f64 bits"), ("float32", "f32")):
+            if dt in self.bits:
+                mb, _, ma, _ = self.bits[dt]
+                parts.append(f"{tag} {mb:.1f} -> {ma:.1f}")
+        reg = f"  (regime: {self.regime})" if self.regime else ""
+        return f"{self.name}: {self.before} -> {self.after}  [{', '.join(parts)}]{reg}"
+
+
+@dataclass(frozen=True)
+class StabilizeResult:
+    """Outcome of :func:`stabilize`.
+
+    Attributes:
+        expr: chosen expression (the input when nothing better was found).
+        records: applied rewrites, in order.
+        budget_exhausted: True when the time budget cut the search short.
+        seconds: wall time spent.
+        bits: ``{dtype: (mean_before, max_before, mean_after, max_after)}`` for the whole expression.
+    """
+    expr: sp.Expr
+    records: list
+    budget_exhausted: bool
+    seconds: float
+    bits: dict = field(default_factory=dict, hash=False)

@@ -1,0 +1,178 @@
+"""Library of accuracy-improving identities.
+
+Every identity is a :class:`Rewrite` record whose ``apply`` function inspects
+*one* node and returns the equivalent replacements it can offer (possibly
+none).  Matching is structural (walking ``Add``/``Mul``/``Pow`` arguments), so
+the rules work on SymPy's canonical forms: ``exp(u)/(1 + exp(u))`` is
+``Mul(exp(u), Pow(Add(1, exp(u)), -1))``, ``1 - 1/(1 + exp(u))`` stays an
+``Add`` and so on.  Rules are generic in the matched subexpressions ``u, a, b``;
+the search applies them at every position of every candidate.
+
+References:
+    Goldberg (1991), "What every computer scientist should know about
+    floating-point arithmetic", Thm. 4 (log1p) and sec. 1.4 (cancellation).
+    Higham (2002), "Accuracy and Stability of Numerical Algorithms", sec. 1.7-1.14.
+    Maechler (2012), "Accurately computing log(1 - exp(-|a|))", Rmpfr vignette.
+    Blanchard, Higham & Higham (2021), "Accurately computing the log-sum-exp and
+    softmax functions", IMA J. Numer. Anal. 41(4).
+"""
+from __future__ import annotations
+
+import sympy as sp
+
+from symgrad.ir.sympy_funcs import expm1, hypot, log1p
+from .rules_exp import EXP_RULES
+from .rules_util import Rewrite, coeff_and_rest, x, y
+
+__all__ = ["Rewrite", "RULES", "x", "y"]
+
+
+def _log1p(node):
+    if node.func is not sp.log or not node.args[0].is_Add:
+        return []
+    c, u = node.args[0].as_coeff_Add()
+    if c == 1:
+        return [log1p(u)]
+    if c.is_Number and c > 0:
+        return [sp.log(c) + log1p(u / c)]
+    return []
+
+
+def _expm1(node):
+    if not node.is_Add:
+        return []
+    k, rest = node.as_coeff_Add()
+    if k == 0:
+        return []
+    out = []
+    for t in rest.args if rest.is_Add else (rest,):
+        c, r = coeff_and_rest(t)
+        if r.func is sp.exp and c == -k:
+            out.append(node - t - k + c * expm1(r.args[0]))
+    return out
+
+
+def _conjugate(node):
+    """k*sqrt(P) + T -> k*(P - S**2)/(sqrt(P) + S) with S = -T/k (also k/sqrt(P))."""
+    if not node.is_Add or len(node.args) < 2:
+        return []
+    out = []
+    for t in node.args:
+        k, r = coeff_and_rest(t)
+        if not (r.is_Pow and r.exp in (sp.S.Half, -sp.S.Half)):
+            continue
+        P = r.base if r.exp == sp.S.Half else 1 / r.base
+        S = -(node - t) / k
+        num = sp.together(sp.expand(P - S**2))
+        if sp.count_ops(num) < sp.count_ops(P) + sp.count_ops(S**2):
+            out.append(k * num / (sp.sqrt(P) + S))
+    return out
+
+
+def _fractions(node):
+    """a/A + b/B -> (a*B + b*A)/(A*B) with the numerator expanded (differences of reciprocals)."""
+    if not node.is_Add:
+        return []
+    terms = [t for t in node.args if sp.fraction(t)[1] != 1]
+    out = []
+    for i in range(len(terms)):
+        for j in range(i + 1, len(terms)):
+            n, d = sp.fraction(sp.together(terms[i] + terms[j]))
+            n2 = sp.expand(n)
+            if sp.count_ops(n2) <= sp.count_ops(n):
+                out.append(node - terms[i] - terms[j] + n2 / d)
+    return out
+
+
+def _one_minus_cos(node):
+    if not node.is_Add:
+        return []
+    k, rest = node.as_coeff_Add()
+    out = []
+    for t in rest.args if rest.is_Add else (rest,):
+        c, r = coeff_and_rest(t)
+        if c == -k and r.func is sp.cos:
+            out.append(node - t - k + 2 * k * sp.sin(r.args[0] / 2) ** 2)
+        if c == -k and r.func is sp.cosh:
+            out.append(node - t - k - 2 * k * sp.sinh(r.args[0] / 2) ** 2)
+    return out
+
+
+def _log_diff(node):
+    if not node.is_Add:
+        return []
+    logs = [(coeff_and_rest(t), t) for t in node.args]
+    logs = [((c, r), t) for (c, r), t in logs if r.func is sp.log]
+    out = []
+    for i in range(len(logs)):
+        for j in range(len(logs)):
+            (c1, a), t1 = logs[i]
+            (c2, b), t2 = logs[j]
+            if i != j and c1 == -c2 and c1 > 0:
+                A, B = a.args[0], b.args[0]
+                rest = node - t1 - t2
+                out.append(rest + c1 * sp.log(A / B))
+                out.append(rest + c1 * log1p(sp.together(sp.expand(A - B)) / B))
+    return out
+
+
+def _squares(t):
+    """Return ``a`` with ``t == a**2`` (a**2, k*a**2 with k > 0, positive constants)."""
+    c, r = coeff_and_rest(t)
+    if r == 1 and c > 0:
+        return sp.sqrt(c)
+    if c > 0 and r.is_Pow and r.exp == 2:
+        return sp.sqrt(c) * r.base
+    return None
+
+
+def _hypot(node):
+    if not (node.is_Pow and node.exp in (sp.S.Half, -sp.S.Half, sp.Rational(3, 2),
+                                         -sp.Rational(3, 2), -1) and node.base.is_Add):
+        return []
+    if len(node.base.args) != 2:
+        return []
+    a, b = (_squares(t) for t in node.base.args)
+    if a is None or b is None:
+        return []
+    return [hypot(a, b) ** (2 * node.exp)]
+
+
+def _pow_diff(node):
+    """(a)**2 - (b)**2 -> (a - b)*(a + b): exact-ish factorisation avoiding cancellation."""
+    if not node.is_Add or len(node.args) != 2:
+        return []
+    (c1, r1), (c2, r2) = (coeff_and_rest(t) for t in node.args)
+    sq = lambda c, r: sp.sqrt(abs(c)) * r.base if (r.is_Pow and r.exp == 2) else (
+        sp.sqrt(abs(c)) if r == 1 else None)
+    a, b = sq(c1, r1), sq(c2, r2)
+    if a is None or b is None or c1 * c2 >= 0:
+        return []
+    if c1 < 0:
+        a, b = b, a
+    return [(a - b) * (a + b)]
+
+
+RULES: list[Rewrite] = [
+    Rewrite("log1p_from_log", _log1p, "log(1+u) loses the low bits of u when |u| << 1; log1p keeps them",
+            "Goldberg 1991, Thm. 4", (sp.log(1 + x), {x: 1e-10}, "float64")),
+    Rewrite("expm1_from_exp", _expm1, "exp(u) - 1 cancels catastrophically for |u| << 1",
+            "Higham 2002, sec. 1.14.1", (sp.exp(x) - 1, {x: 1e-10}, "float64")),
+    Rewrite("conjugate_sqrt", _conjugate,
+            "sqrt(P) - S cancels when sqrt(P) ~ S; multiplying by the conjugate moves the difference "
+            "into P - S**2, which simplifies exactly", "Goldberg 1991, sec. 1.4; Higham 2002, sec. 1.8",
+            (sp.sqrt(x + 1) - sp.sqrt(x), {x: 1e12}, "float64")),
+    Rewrite("combine_fractions", _fractions,
+            "1/a - 1/b cancels when a ~ b; (b - a)/(a*b) subtracts the exact inputs instead",
+            "Higham 2002, sec. 1.7", (1 / x - 1 / (x + 1), {x: 1e9}, "float64")),
+    Rewrite("one_minus_cos", _one_minus_cos, "1 - cos(u) cancels for small u; 2 sin(u/2)^2 does not",
+            "Goldberg 1991, sec. 1.4; Higham 2002, sec. 1.8", ((1 - sp.cos(x)) / x**2, {x: 1e-5}, "float64")),
+    Rewrite("log_difference", _log_diff,
+            "log(a) - log(b) cancels when a ~ b; log(a/b) or log1p((a-b)/b) evaluates the small ratio",
+            "Higham 2002, sec. 1.14", (sp.log(x + 1) - sp.log(x), {x: 1e12}, "float64")),
+    Rewrite("hypot_from_sqrt", _hypot, "a**2 + b**2 overflows/underflows long before sqrt of it does",
+            "Higham 2002, sec. 27.8 (hypot); Goldberg 1991", (sp.sqrt(x**2 + y**2), {x: 1e200, y: 1e200},
+                                                             "float64")),
+    Rewrite("difference_of_squares", _pow_diff, "a^2 - b^2 cancels; (a-b)(a+b) subtracts exact inputs",
+            "Goldberg 1991, sec. 1.4 (Thm. 2)", (x**2 - y**2, {x: 1e15 + 1, y: 1e15}, "float64")),
+] + EXP_RULES

@@ -1,0 +1,239 @@
+"""Identities for the exp/log family: softplus, sigmoid, log-sum-exp, softmax.
+
+All rules are written against SymPy's canonical trees and generic in the
+matched subexpressions.  Sums of exponentials are recognised through
+:func:`rules_util.exp_terms`, which also accepts ``k*exp(w)`` and positive
+constants, so ``1 + exp(u)`` is the two-term sum ``exp(0) + exp(u)``.
+
+References:
+    Blanchard, Higham & Higham (2021), "Accurately computing the log-sum-exp
+    and softmax functions", IMA J. Numer. Anal. 41(4) (max shift, softmax).
+    Maechler (2012), "Accurately computing log(1 - exp(-|a|))" (log1pexp).
+    Goldberg (1991), sec. 1.4 (catastrophic cancellation).
+"""
+from __future__ import annotations
+
+import sympy as sp
+
+from symgrad.ir.sympy_funcs import expm1, logaddexp, sigmoid, softplus
+from symgrad.ir.sympy_funcs import log1p as sf_log1p
+from .rules_util import Rewrite, coeff_and_rest, exp_terms, x, y
+
+__all__ = ["EXP_RULES", "lse"]
+
+
+def lae(a, b):
+    """logaddexp(a, b), written as softplus when one argument is 0."""
+    if a == 0:
+        return softplus(b)
+    if b == 0:
+        return softplus(a)
+    return logaddexp(a, b)
+
+
+def lse(ws):
+    """Stable log(sum(exp(w))) as a logaddexp chain (softplus(lse(rest)) when one exponent is 0)."""
+    ws = list(ws)
+    rest = [w for w in ws if w != 0]
+    if len(rest) == len(ws) - 1 and rest:
+        return softplus(lse(rest))
+    acc = ws[0]
+    for w in ws[1:]:
+        acc = lae(acc, w)
+    return acc
+
+
+def _softplus(node):
+    if node.func is sf_log1p and node.args[0].func is sp.exp:
+        return [softplus(node.args[0].args[0])]
+    if node.func is not sp.log:
+        return []
+    ws = exp_terms(node.args[0])
+    if ws and len(ws) == 2 and 0 in ws:
+        return [softplus(ws[1] if ws[0] == 0 else ws[0])]
+    return []
+
+
+def _recip(node):
+    if not (node.is_Pow and node.exp.is_Integer and node.exp < 0):
+        return []
+    ws = exp_terms(node.base)
+    if ws and len(ws) == 2 and 0 in ws:
+        u = ws[1] if ws[0] == 0 else ws[0]
+        return [sigmoid(-u) ** (-node.exp)]
+    return []
+
+
+def _ratio(node):
+    """exp(u) * (exp(u) + exp(v))**-n -> sigmoid(u - v) * (exp(u) + exp(v))**-(n-1)."""
+    if not node.is_Mul:
+        return []
+    out = []
+    for f in node.args:
+        if not (f.is_Pow and f.exp.is_Integer and f.exp < 0):
+            continue
+        ws = exp_terms(f.base)
+        if not ws or len(ws) != 2:
+            continue
+        for g in node.args:
+            if g.func is sp.exp and g.args[0] in ws:
+                u = g.args[0]
+                v = ws[1] if ws[0] == u else ws[0]
+                out.append(node / (g * f) * sigmoid(u - v) * f.base ** (f.exp + 1))
+    return out
+
+
+def _complement(node):
+    if not node.is_Add:
+        return []
+    k, rest = node.as_coeff_Add()
+    out = []
+    for t in rest.args if rest.is_Add else (rest,):
+        c, r = coeff_and_rest(t)
+        if k != 0 and c == -k and r.func is sigmoid:
+            out.append(node - t - k + k * sigmoid(-r.args[0]))
+    return out
+
+
+def _exp_sigmoid(node):
+    if not node.is_Mul:
+        return []
+    out = []
+    for g in node.args:
+        if g.func is not sp.exp:
+            continue
+        for f in node.args:
+            b, e = f.as_base_exp()
+            if b.func is sigmoid and e.is_Integer and e > 0 and sp.expand(b.args[0] + g.args[0]) == 0:
+                out.append(node / (g * b) * sigmoid(g.args[0]))
+    return out
+
+
+def _log_sigmoid(node):
+    if node.func is sp.log and node.args[0].func is sigmoid:
+        return [-softplus(-node.args[0].args[0])]
+    return []
+
+
+def _logaddexp(node):
+    if node.func is not sp.log:
+        return []
+    ws = exp_terms(node.args[0])
+    if not ws:
+        return []
+    return [lse(ws), lse(sorted(ws, key=sp.default_sort_key))]
+
+
+def _max_shift(node):
+    if node.func is not sp.log:
+        return []
+    ws = exp_terms(node.args[0])
+    if not ws:
+        return []
+    m = sp.Max(*ws)
+    return [m + sp.log(sp.Add(*[sp.exp(w - m) for w in ws]))]
+
+
+def _absorb(node):
+    """T + log(sum exp(w)) -> log(sum exp(w + T)); T + logaddexp(a, b), T + softplus(u) likewise."""
+    if not node.is_Add:
+        return []
+    out = []
+    for t in node.args:
+        T = node - t
+        if t.func is sp.log:
+            ws = exp_terms(t.args[0])
+            if ws:
+                out.append(sp.log(sp.Add(*[sp.exp(sp.expand(w + T)) for w in ws])))
+        elif t.func is logaddexp:
+            out.append(lae(*[sp.expand(a + T) for a in t.args]))
+        elif t.func is softplus:
+            out.append(lae(T, sp.expand(t.args[0] + T)))
+    return out
+
+
+def _softplus_shift(node):
+    """softplus(u) + R -> softplus(-u) + (R + u) when R + u is simpler (cancels)."""
+    if not node.is_Add:
+        return []
+    out = []
+    for t in node.args:
+        c, r = coeff_and_rest(t)
+        if r.func is softplus and c in (1, -1):
+            R = node - t
+            R2 = sp.expand(R + c * r.args[0])
+            if sp.count_ops(R2) < sp.count_ops(R):
+                out.append(c * softplus(-r.args[0]) + R2)
+    return out
+
+
+def _shift_sum(e, m):
+    if e.func is sp.exp:
+        return sp.exp(e.args[0] - m)
+    ws = exp_terms(e)
+    return sp.Add(*[sp.exp(w - m) for w in ws]) if ws else None
+
+
+def _softmax(node):
+    """prod(N_i) / sum exp(w) -> prod(N_i * exp(-m)) / sum exp(w - m), m = max of all exponents."""
+    if not node.is_Mul:
+        return []
+    den = [f for f in node.args if f.is_Pow and f.exp == -1 and exp_terms(f.base)]
+    if len(den) != 1:
+        return []
+    ws = exp_terms(den[0].base)
+    if sum(1 for w in ws if w.free_symbols) < 2:
+        return []
+    m = sp.Max(*ws)
+    num = [f for f in node.args if f is not den[0]]
+    shifted = [_shift_sum(f, m) for f in num]
+    if not any(s is not None for s in shifted):
+        return []
+    new_num = [s if s is not None else f for s, f in zip(shifted, num)]
+    return [sp.Mul(*new_num) / _shift_sum(den[0].base, m)]
+
+
+def _exp_diff(node):
+    if not node.is_Add:
+        return []
+    ex = [(coeff_and_rest(t), t) for t in node.args]
+    ex = [((c, r), t) for (c, r), t in ex if r.func is sp.exp]
+    out = []
+    for (c1, a), t1 in ex:
+        for (c2, b), t2 in ex:
+            if t1 != t2 and c1 == -c2 and c1 > 0:
+                out.append(node - t1 - t2 + c1 * sp.exp(b.args[0]) * expm1(sp.expand(a.args[0] - b.args[0])))
+    return out
+
+
+EXP_RULES = [
+    Rewrite("softplus_from_log1pexp", _softplus, "exp(u) overflows for large u although log(1+exp(u)) ~ u",
+            "Maechler 2012", (sp.log(1 + sp.exp(x)), {x: 1000.0}, "float64")),
+    Rewrite("sigmoid_from_reciprocal", _recip, "1/(1+exp(u)) underflows to 0 via exp overflow",
+            "Maechler 2012", (1 / (1 + sp.exp(-x)), {x: -720.0}, "float64")),
+    Rewrite("sigmoid_from_ratio", _ratio, "exp(u)/(exp(u)+exp(v)) is inf/inf = NaN for large u",
+            "Blanchard, Higham & Higham 2021", (sp.exp(x) / (1 + sp.exp(x)), {x: 1000.0}, "float64")),
+    Rewrite("sigmoid_complement", _complement, "1 - sigmoid(u) cancels for large u; sigmoid(-u) does not",
+            "Goldberg 1991, sec. 1.4", (1 - sigmoid(x), {x: 40.0}, "float64")),
+    Rewrite("sigmoid_from_exp_product", _exp_sigmoid, "exp(u)*sigmoid(-u) is inf*0 for large u",
+            "Maechler 2012", (sp.exp(x) * sigmoid(-x), {x: 1000.0}, "float64")),
+    Rewrite("log_sigmoid", _log_sigmoid, "sigmoid(u) underflows to 0 so log gives -inf",
+            "Maechler 2012", (sp.log(sigmoid(x)), {x: -1000.0}, "float64")),
+    Rewrite("logaddexp_from_log_sum_exp", _logaddexp, "exp overflows inside the sum; logaddexp shifts by max",
+            "Blanchard, Higham & Higham 2021, sec. 2",
+            (sp.log(sp.exp(x) + sp.exp(y)), {x: 1000.0, y: 1000.0}, "float64")),
+    Rewrite("lse_max_shift", _max_shift, "log(sum exp(w)) = m + log(sum exp(w - m)), m = max w: no overflow",
+            "Blanchard, Higham & Higham 2021, eq. (2.2)",
+            (sp.log(sp.exp(x) + sp.exp(y)), {x: 1000.0, y: 1000.0}, "float64")),
+    Rewrite("absorb_into_log_sum_exp", _absorb,
+            "T + log(sum exp(w)) cancels when T ~ -max w; moving T inside subtracts exact inputs",
+            "Blanchard, Higham & Higham 2021, sec. 4 (softmax cross-entropy)",
+            (-x + sp.log(sp.exp(x) + sp.exp(y)), {x: 1000.0, y: 0.0}, "float64")),
+    Rewrite("softplus_shift", _softplus_shift, "softplus(u) - u cancels for large u; equals softplus(-u)",
+            "Maechler 2012", (softplus(x) - x, {x: 50.0}, "float64")),
+    Rewrite("softmax_max_shift", _softmax, "exp(a)/sum exp(w) overflows to inf/inf; shift all exponents by max",
+            "Blanchard, Higham & Higham 2021, sec. 3",
+            (sp.exp(x) / (sp.exp(x) + sp.exp(y) + 1), {x: 1000.0, y: 1000.0}, "float64")),
+    Rewrite("exp_difference", _exp_diff, "exp(a) - exp(b) cancels for a ~ b; exp(b)*expm1(a - b) does not",
+            "Higham 2002, sec. 1.14.1", (sp.exp(x) - sp.exp(y), {x: 2e-10, y: 1e-10}, "float64")),
+]

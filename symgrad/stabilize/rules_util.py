@@ -1,0 +1,59 @@
+"""Small structural helpers shared by the rewrite rules."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import sympy as sp
+
+__all__ = ["Rewrite", "x", "y", "coeff_and_rest", "exp_terms"]
+
+@dataclass(frozen=True)
+class Rewrite:
+    """One identity.
+
+    Attributes:
+        name: short identifier used in reports.
+        apply: ``node -> list[replacement]`` (empty when the node does not match).
+        why: the numerical reason the right-hand side is better.
+        ref: literature reference.
+        witness: ``(naive_expr, {symbol: value}, dtype)`` where the naive form is
+            inaccurate and the rewritten one is accurate.
+    """
+    name: str
+    apply: Callable[[sp.Expr], list]
+    why: str
+    ref: str
+    witness: tuple
+
+
+x, y = sp.symbols("x y", real=True)
+
+
+def coeff_and_rest(t: sp.Expr):
+    """Split a product into its numeric coefficient and the rest: ``-3*exp(u) -> (-3, exp(u))``."""
+    c, r = t.as_coeff_Mul()
+    return c, r
+
+
+def exp_terms(s: sp.Expr):
+    """Exponents ``w_i`` with ``s == sum(exp(w_i))``, or None.
+
+    Accepts ``k*exp(w)`` (k > 0 numeric, as ``exp(w + log k)``) and positive
+    constants ``k`` (as ``exp(log k)``); requires at least one exp term.
+    """
+    terms = s.args if s.is_Add else (s,)
+    ws = []
+    n_exp = 0
+    for t in terms:
+        c, r = coeff_and_rest(t)
+        if not (c.is_Number and c > 0):
+            return None
+        if r == 1:
+            ws.append(sp.log(c))
+        elif r.func is sp.exp:
+            ws.append(r.args[0] + sp.log(c) if c != 1 else r.args[0])
+            n_exp += 1
+        else:
+            return None
+    return ws if n_exp >= 1 and len(ws) >= 2 else None
