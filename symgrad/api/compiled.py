@@ -77,10 +77,11 @@ class Compiled:
     def __call__(self, *args):
         fast = self._fast
         if fast is not None and len(args) == self._nfast:
-            try:
+            for a in args:  # only plain numbers and arrays; pytrees and tracers take the full path
+                if type(a) not in _FAST_TYPES:
+                    break
+            else:
                 return fast(*args)
-            except _Structure:
-                pass
         return self._call(args)
 
     def _call(self, args):
@@ -148,8 +149,7 @@ class Compiled:
             return fh.read()
 
 
-class _Structure(TypeError):
-    """Raised by the fast path when arguments are not plain arrays/floats."""
+_FAST_TYPES = frozenset({float, int, np.ndarray, np.float64, np.float32})
 
 
 def _header(p: TracedProgram, kind: str) -> list[str]:

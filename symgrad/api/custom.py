@@ -57,6 +57,7 @@ def custom_gradient(f):
         y_leaves, y_tree = tree_flatten(y)
         y_ids = [to_node(ctx, v) for v in y_leaves]
         index = len(rules_of(g))
+        rules_of(g).append(None)  # reserve: grad_fn may itself call custom_gradient functions
         holders = [g.input(f"_upstream_{index}_{k}", g.shape(yid)) for k, yid in enumerate(y_ids)]
         upstream = [ctx.wrap(h) for h in holders]
         variables = _variables_read(ctx, x_ids)
@@ -69,7 +70,7 @@ def custom_gradient(f):
                 "the gradient with respect to those variables would be lost",
                 "define grad_fn(*upstream, variables=None) returning (grad_xs, grad_vars)"))
         if takes_vars and variables:
-            out = grad_fn(*upstream, variables=[v for v in variables])
+            out = grad_fn(*upstream, variables=[v.var for v in variables])
             if not (isinstance(out, (tuple, list)) and len(out) == 2):
                 raise RuleError(f"custom gradient of {name} with variables must return (grad_xs, grad_vars); "
                                 f"got {type(out).__name__}")
@@ -96,7 +97,7 @@ def custom_gradient(f):
             if bs != xs:
                 bid = g.apply("broadcast_to", bid, params=(xs,))
             bars.append(bid)
-        rules_of(g).append(CustomRule(name, holders, bars, all_inputs))
+        rules_of(g)[index] = CustomRule(name, holders, bars, all_inputs)
         outs = [ctx.wrap(g.apply("custom_gradient", yid, *all_inputs, params=(index, k)))
                 for k, yid in enumerate(y_ids)]
         return tree_unflatten(y_tree, outs)

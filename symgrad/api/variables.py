@@ -48,3 +48,18 @@ class Variable:
 def variables_in_trace(ctx) -> list:
     """The :class:`~symgrad.trace.tracer.VariableRead` records of trace context ``ctx``."""
     return list(getattr(ctx, "variables", {}).values())
+
+
+def _delegate(name):
+    def method(self, *args):
+        from .eager import convert_to_tensor
+
+        return getattr(convert_to_tensor(self), name)(*args)
+    method.__name__ = name
+    return method
+
+
+# Variables behave like eager tensors in arithmetic and indexing (as tf.Variable does).
+for _name in ("__getitem__", "__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__",
+              "__truediv__", "__rtruediv__", "__pow__", "__rpow__", "__neg__", "__matmul__", "__rmatmul__"):
+    setattr(Variable, _name, _delegate(_name))

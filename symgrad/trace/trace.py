@@ -42,7 +42,12 @@ class TracedProgram:
     origin: str
 
     def fingerprint(self) -> str:
-        return self.graph.fingerprint(self.outputs)
+        """Hash of everything that determines generated code: the outputs' sub-DAG, the
+        bodies of user derivative rules, and the names of the function and its arguments."""
+        rules = [r for r in self.graph.custom_rules if r is not None]
+        extra = [b for r in rules for b in [*r.placeholders, *r.x_bars] if b is not None]
+        body = self.graph.fingerprint(self.outputs + extra)
+        return f"{body}:{self.name}:{','.join(self.arg_names)}:{','.join(r.name for r in rules)}"
 
 
 def _ident(text: str) -> str:
