@@ -19,3 +19,8 @@ __all__ += ["custom_gradient", "Variable"]
 from .api.explain import explain  # noqa: E402
 
 __all__ += ["explain"]
+from .api.eager import EagerTensor, constant, convert_to_tensor  # noqa: E402
+from .api.tape import GradientTape  # noqa: E402
+from .api.accumulator import ForwardAccumulator  # noqa: E402
+
+__all__ += ["EagerTensor", "constant", "convert_to_tensor", "GradientTape", "ForwardAccumulator"]
