@@ -42,12 +42,11 @@ def custom_gradient(f):
         linear in its upstream arguments (needed for forward mode).
     """
     name = getattr(f, "__name__", "function")
-    wants_variables = None
-
     @functools.wraps(f)
     def wrapper(*args, **kwargs):
         leaves, in_tree = tree_flatten(args)
         tracers = [l for l in leaves if isinstance(l, Tracer)]
+        start = len(tracers[0].ctx.read_log) if tracers else 0
         y, grad_fn = _split_result(name, f(*args, **kwargs))
         if not tracers:
             return y
@@ -60,7 +59,7 @@ def custom_gradient(f):
         rules_of(g).append(None)  # reserve: grad_fn may itself call custom_gradient functions
         holders = [g.input(f"_upstream_{index}_{k}", g.shape(yid)) for k, yid in enumerate(y_ids)]
         upstream = [ctx.wrap(h) for h in holders]
-        variables = _variables_read(ctx, x_ids)
+        variables = _variables_read(ctx, x_ids, start)
         params = inspect.signature(grad_fn).parameters
         takes_vars = "variables" in params or any(p.kind == p.VAR_KEYWORD for p in params.values())
         if variables and not takes_vars:
@@ -90,7 +89,7 @@ def custom_gradient(f):
                 continue
             bid = to_node(ctx, b)
             xs, bs = g.shape(x), g.shape(bid)
-            if bs != xs and np.broadcast_shapes(bs, xs) != xs:
+            if bs != xs and not _broadcasts_to(bs, xs):
                 raise RuleError(format_error(
                     f"custom gradient of {name} returned a gradient of shape {bs} for an input of shape {xs}",
                     "each gradient must have its input's shape", "reduce or reshape the gradient"))
@@ -103,6 +102,13 @@ def custom_gradient(f):
         return tree_unflatten(y_tree, outs)
 
     return wrapper
+
+
+def _broadcasts_to(shape, target) -> bool:
+    try:
+        return np.broadcast_shapes(shape, target) == tuple(target)
+    except ValueError:
+        return False
 
 
 def _match_inputs(name, args, grad_xs):
@@ -128,7 +134,11 @@ def _match_inputs(name, args, grad_xs):
     return leaves
 
 
-def _variables_read(ctx, x_ids):
-    from .variables import variables_in_trace
-
-    return [v for v in variables_in_trace(ctx) if v.node not in x_ids]
+def _variables_read(ctx, x_ids, start: int):
+    """Variables read while ``f`` ran (log entries from ``start``), first read first, inputs excluded."""
+    seen, out = set(), []
+    for rec in ctx.read_log[start:]:
+        if id(rec.var) not in seen and rec.node not in x_ids:
+            seen.add(id(rec.var))
+            out.append(rec)
+    return out

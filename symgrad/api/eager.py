@@ -93,6 +93,7 @@ class EagerContext(TraceContext):
             self.values[rec.node] = rec.snapshot
             self._reads[id(var)] = rec
         self.variables[id(var)] = rec
+        self.read_log.append(rec)
         for r in self.recorders:
             r._on_variable_read(var, rec.node)
         return rec.node

@@ -33,6 +33,7 @@ class TraceContext:
         self.graph = graph if graph is not None else Graph()
         self.allow_variables = allow_variables
         self.variables: dict = {}  # id(Variable) -> read record (see symgrad.api.variables)
+        self.read_log: list = []   # every Variable read in order (custom_gradient scopes by position)
 
     def read_variable(self, var) -> int:
         """Node of a :class:`symgrad.Variable` read in this trace (an input of its own)."""
@@ -44,6 +45,7 @@ class TraceContext:
                     "a compiled function would freeze its current value", "pass the value as an argument, "
                     "or use symgrad.GradientTape / ForwardAccumulator, which watch variables", user_location(4)))
             rec = self.variables[id(var)] = VariableRead(var, self.graph.input(var.name, var.value.shape))
+        self.read_log.append(rec)
         return rec.node
 
     def wrap(self, nid: int) -> "Tracer":
