@@ -45,11 +45,6 @@ class Variable:
         return f"symgrad.Variable(name={self.name!r}, value={self.value!r})"
 
 
-def variables_in_trace(ctx) -> list:
-    """The :class:`~symgrad.trace.tracer.VariableRead` records of trace context ``ctx``."""
-    return list(getattr(ctx, "variables", {}).values())
-
-
 def _delegate(name):
     def method(self, *args):
         from .eager import convert_to_tensor
