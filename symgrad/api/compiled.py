@@ -18,9 +18,10 @@ from ..errors import SignatureError, format_error
 from ..trace.pytree import TreeDef, tree_flatten, tree_unflatten
 from ..trace.signature import parse_signature
 from ..trace.trace import TracedProgram, trace_program
+from ..runtime.gufunc import NotAnArrayError
 from ..trace.tracer import Tracer
 from .build import build_kernel
-from .stabilize_pass import stabilize_kernel
+from .stabilize_pass import budget_of, stabilize_kernel
 
 __version_header__ = "symgrad"
 
@@ -77,11 +78,10 @@ class Compiled:
     def __call__(self, *args):
         fast = self._fast
         if fast is not None and len(args) == self._nfast:
-            for a in args:  # only plain numbers and arrays; pytrees and tracers take the full path
-                if type(a) not in _FAST_TYPES:
-                    break
-            else:
+            try:  # plain numbers and arrays; pytrees and tracers come back as NotAnArrayError
                 return fast(*args)
+            except NotAnArrayError:
+                pass
         return self._call(args)
 
     def _call(self, args):
@@ -126,7 +126,7 @@ class Compiled:
             built = build_kernel(program, self.kind, wrt, self.parallel)
             header = _header(program, self.kind)
             if self.stabilize:
-                header += stabilize_kernel(program.graph, built.kernel)
+                header += stabilize_kernel(program.graph, built.kernel, budget_of(self.stabilize))
             module = load_module(kname, key, emit_module(program.graph, [built.kernel], header))
         fn = getattr(module, kname)
         assemble, identity = _assembler(self.kind, program, nums, single, ranges, wrt)
@@ -149,7 +149,6 @@ class Compiled:
             return fh.read()
 
 
-_FAST_TYPES = frozenset({float, int, np.ndarray, np.float64, np.float32})
 
 
 def _header(p: TracedProgram, kind: str) -> list[str]:

@@ -19,7 +19,8 @@ def jit(fun, signature: str | None = None, *, stabilize: bool = True, parallel: 
     Args:
       fun: Python function of numpy-style arrays/scalars (pytrees allowed).
       signature: gufunc signature such as ``"(n),()->()"``; None: all scalar cores.
-      stabilize: rewrite expressions into numerically stable forms.
+      stabilize: rewrite expressions into numerically stable forms (True, False, or a search
+        budget in seconds per expression; default budget 2 s or ``$SYMGRAD_STABILIZE_BUDGET``).
       parallel: loop over large batches on all cores (``numba.prange``).
     Returns:
       A callable with ``fun``'s arguments; outputs have ``batch + core`` shapes.

@@ -11,6 +11,8 @@ changed and a line in the module header.
 """
 from __future__ import annotations
 
+import os
+
 import sympy as sp
 
 from ..emit.module import KernelDef
@@ -20,7 +22,7 @@ from ..ir.interpret import sympy_number
 from ..ir.ops import REGISTRY
 
 MAX_REGION_NODES = 60
-DEFAULT_BUDGET_S = 2.0
+DEFAULT_BUDGET_S = float(os.environ.get("SYMGRAD_STABILIZE_BUDGET", "2.0"))  # seconds per expression
 ACCURATE_MEAN_BITS = 1.5  # regions already this accurate in both dtypes are not searched
 
 
@@ -59,8 +61,16 @@ def _region_expr(g: Graph, root: int):
     return expr, leaves, size
 
 
-def stabilize_kernel(g: Graph, kernel: KernelDef, budget_s: float = DEFAULT_BUDGET_S) -> list[str]:
+def budget_of(stabilize) -> float:
+    """The per-expression budget meant by a ``stabilize=`` argument (True or seconds)."""
+    if stabilize is True:
+        return DEFAULT_BUDGET_S
+    return float(stabilize)
+
+
+def stabilize_kernel(g: Graph, kernel: KernelDef, budget_s: float | None = None) -> list[str]:
     """Rewrite ``kernel``'s outputs into stable forms in place; return header lines."""
+    budget_s = DEFAULT_BUDGET_S if budget_s is None else budget_s
     from ..stabilize import bits_of_error_report, stabilize
 
     header: list[str] = []

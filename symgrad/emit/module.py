@@ -52,7 +52,7 @@ def _indent(lines, n=1):
     return [pad + line if line else line for line in lines]
 
 
-def emit_kernel(g: Graph, k: KernelDef) -> tuple[list[str], list[str]]:
+def emit_kernel(g: Graph, k: KernelDef, dtypes=DTYPES) -> tuple[list[str], list[str]]:
     """(module-level constant lines, function lines) for kernel ``k``."""
     consts = array_constants(g, [o.node for o in k.outputs])
     cnames = {nid: f"_c{i}" for i, nid in enumerate(consts)}
@@ -64,7 +64,7 @@ def emit_kernel(g: Graph, k: KernelDef) -> tuple[list[str], list[str]]:
     batch_params = ", ".join(arg_names + list(cnames.values()) + [o.name for o in k.outputs])
     ret = ", ".join(sca_outs)
     lines: list[str] = []
-    for dtype in DTYPES:
+    for dtype in dtypes:
         sfx = SUFFIX[dtype]
         body = print_body(g, k.args, k.outputs, dtype, cnames, k.comments)
         lines += ["", "", JIT, f"def {k.name}_{sfx}({params}):", f'    """{k.doc} ({dtype} core)."""']
@@ -83,7 +83,7 @@ def emit_kernel(g: Graph, k: KernelDef) -> tuple[list[str], list[str]]:
     return const_lines, lines
 
 
-def emit_wrapper(k: KernelDef, const_count: int) -> list[str]:
+def emit_wrapper(k: KernelDef, const_count: int, dtypes=DTYPES) -> list[str]:
     arg_names = [a.name for a in k.args]
     cores = tuple(a.shape for a in k.args)
     out_cores = tuple(o.shape for o in k.outputs)
@@ -91,14 +91,17 @@ def emit_wrapper(k: KernelDef, const_count: int) -> list[str]:
     consts64 = ", ".join(f"_{up}_C{i}" for i in range(const_count))
     lines = ["", "", f"_{up}_SPEC = GufuncSpec(",
              f"    name={k.name!r}, in_cores={cores!r}, out_cores={out_cores!r},",
-             f"    kernels={{{', '.join(repr(d) + ': ' + k.name + '_' + SUFFIX[d] + '_batch' for d in DTYPES)}}},",
-             f"    parallel_kernels={{{', '.join(repr(d) + ': ' + k.name + '_' + SUFFIX[d] + '_pbatch' for d in DTYPES) if k.parallel else ''}}},",
-             f"    consts=({consts64}{',' if const_count else ''}),",
-             ")", "", "",
+             f"    kernels={{{', '.join(repr(d) + ': ' + k.name + '_' + SUFFIX[d] + '_batch' for d in dtypes)}}},",
+             f"    parallel_kernels={{{', '.join(repr(d) + ': ' + k.name + '_' + SUFFIX[d] + '_pbatch' for d in dtypes) if k.parallel else ''}}},",
+             f"    consts=({consts64}{',' if const_count else ''}),"]
+    scalar = all(c == () for c in cores) and all(c == () for c in out_cores)
+    if scalar:
+        lines.append(f"    cores={{{', '.join(repr(d) + ': ' + k.name + '_' + SUFFIX[d] for d in dtypes)}}},")
+    lines += [")", "", "",
              f"def {k.name}({', '.join(arg_names)}):",
              f'    """{k.doc}."""']
-    if all(c == () for c in cores) and all(c == () for c in out_cores) and arg_names:
-        test = " and ".join(f"type({a}) is float" for a in arg_names)
+    if scalar and arg_names and "float64" in dtypes:
+        test = " and ".join(f"isinstance({a}, float)" for a in arg_names)
         call_args = ", ".join(arg_names + [f"_{up}_C{i}" for i in range(const_count)])
         lines += [f"    if {test}:", f"        return {k.name}_f64({call_args})"]
     par = ", parallel=True" if k.parallel else ""
@@ -107,16 +110,16 @@ def emit_wrapper(k: KernelDef, const_count: int) -> list[str]:
 
 
 def emit_module(g: Graph, kernels: list[KernelDef], header: list[str],
-                runtime_import: str = RUNTIME_IMPORT) -> str:
-    """The full source text of a module defining ``kernels``."""
+                runtime_import: str = RUNTIME_IMPORT, dtypes=DTYPES) -> str:
+    """The full source text of a module defining ``kernels`` for each of ``dtypes``."""
     const_lines: list[str] = []
     func_lines: list[str] = []
     wrapper_lines: list[str] = []
     for k in kernels:
-        c, f = emit_kernel(g, k)
+        c, f = emit_kernel(g, k, dtypes)
         const_lines += c
         func_lines += f
-        wrapper_lines += emit_wrapper(k, len(c))
+        wrapper_lines += emit_wrapper(k, len(c), dtypes)
     body = "\n".join(func_lines)
     helpers = helpers_used(body)
     out = [f"# {line}" if line else "#" for line in header]

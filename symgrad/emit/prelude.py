@@ -1,28 +1,30 @@
 """Helper functions a generated module defines when its kernels call them.
 
-Each is a Numba ufunc (usable on scalars and arrays inside ``njit`` code)
-evaluating a function in its numerically stable form.
+Each is a scalar ``njit`` function (the printer only calls them on scalars:
+array-valued elementwise code is emitted as loops), compiled lazily on first
+use, evaluating a function in its numerically stable form.  Constants are
+built from ``x`` itself (``x - x + 1``) so float32 stays float32.
 """
 from __future__ import annotations
 
 HELPERS = {
     "_sigmoid": '''
-@numba.vectorize(["float64(float64)", "float32(float32)"], cache=True)
+@numba.njit(cache=True, fastmath=False, error_model="numpy")
 def _sigmoid(x):
-    """Logistic function without overflow: branch on the sign of x."""
-    if x >= 0:
-        return 1.0 / (1.0 + np.exp(-x))
-    z = np.exp(x)
-    return z / (1.0 + z)
+    """Logistic function without overflow: e = exp(-|x|) <= 1, then 1/(1+e) or e/(1+e)."""
+    one = x - x + 1
+    e = np.exp(-abs(x))
+    d = one + e
+    return one / d if x >= 0 else e / d
 ''',
     "_softplus": '''
-@numba.vectorize(["float64(float64)", "float32(float32)"], cache=True)
+@numba.njit(cache=True, fastmath=False, error_model="numpy")
 def _softplus(x):
-    """log(1 + exp(x)) as max(x, 0) + log1p(exp(-|x|)) (Maechler 2012)."""
-    return max(x, 0.0) + np.log1p(np.exp(-abs(x)))
+    """log(1 + exp(x)) as max(x, 0) + log1p(exp(-|x|)) (Maechler 2012; dtype of x kept)."""
+    return max(x, x - x) + np.log1p(np.exp(-abs(x)))
 ''',
     "_erf": '''
-@numba.vectorize(["float64(float64)", "float32(float32)"], cache=True)
+@numba.njit(cache=True, fastmath=False, error_model="numpy")
 def _erf(x):
     """The error function (NumPy has no erf ufunc; Numba supports math.erf)."""
     return math.erf(x)

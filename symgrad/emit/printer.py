@@ -23,7 +23,7 @@ from .names import TempNamer, float_literal
 
 ATOM = 100
 _INLINE_MAX_CHARS = 100
-_STATEMENT_OPS = {"contract", "scatter"}  # emit several lines; their args must be names
+_STATEMENT_OPS = {"contract", "scatter", "eye", "transpose"}  # emit several lines; args must be names
 
 
 @dataclass
@@ -148,21 +148,44 @@ class _Body:
         if op is not None and node.op in _STATEMENT_OPS:
             items = [_wrap(self.render(a, None), ATOM) for a in node.args]
             body = op.emit(self.ctx, node, items)
-            if is_output_array:
+            if is_output_array and node.op == "contract":  # write straight into the output array
+                body = [line for line in body if not line.startswith("{out} = np.empty(")]
+            elif is_output_array:
                 tmp = f"{target}_value"
                 self.lines += [line.replace("{out}", tmp) for line in body]
-                self.lines.append(f"{target}[...] = {tmp}")
-            else:
-                self.lines += [line.replace("{out}", target) for line in body]
+                self.copy(target, tmp, node.shape)
+                return
+            self.lines += [line.replace("{out}", target) for line in body]
             return
         if op is not None and op.elementwise and node.shape != ():
             self._loop(nid, target, is_output_array)
             return
         text, _ = self.render(nid, None) if nid not in self.names else (self.names[nid], ATOM)
         if is_output_array:
-            self.lines.append(f"{target}[...] = {text}" if len(node.shape) != 1 else f"{target}[:] = {text}")
+            self.write_output(target, nid, text)
         else:
             self.lines.append(f"{target} = {text}")
+
+    def write_output(self, target: str, nid: int, text: str) -> None:
+        """Store node ``nid`` (printed as ``text``) into output array ``target``."""
+        node = self.g[nid]
+        if node.op == "const" and self.g.scalar_value(nid) is not None:
+            self.copy(target, self.ctx.literal(self.g.scalar_value(nid)), node.shape, scalar=True)
+            return
+        if not text.isidentifier():
+            tmp = f"{target}_value"
+            self.lines.append(f"{tmp} = {text}")
+            text = tmp
+        self.copy(target, text, node.shape, scalar=node.shape == ())
+
+    def copy(self, target: str, source: str, shape: tuple, scalar: bool = False) -> None:
+        """Element loop ``target[i...] = source[i...]`` (Numba compiles slice assignment slowly)."""
+        pad = ""
+        for k, n in enumerate(shape):
+            self.lines.append(f"{pad}for _i{k} in range({n}):")
+            pad += "    "
+        idx = ", ".join(f"_i{k}" for k in range(len(shape)))
+        self.lines.append(f"{pad}{target}[{idx}] = {source if scalar else f'{source}[{idx}]'}")
 
     def _loop(self, nid: int, target: str, is_output_array: bool) -> None:
         node = self.g[nid]
@@ -230,7 +253,7 @@ def print_body(g: Graph, args: list[KernelIO], outputs: list[KernelIO], dtype: s
         if o.shape == ():
             body.lines.append(f"{o.name} = {text}")
         else:
-            body.lines.append(f"{o.name}[...] = {text}" if len(o.shape) != 1 else f"{o.name}[:] = {text}")
+            body.write_output(o.name, o.node, text)
     return body.lines
 
 

@@ -1,19 +1,18 @@
 """Call-time half of the gufunc model: dtype choice, core checks, batch broadcasting.
 
 Generated modules call :func:`gufunc_call`.  This file depends on NumPy only
-(symgrad's error classes are used when symgrad is importable), so the
-ahead-of-time compiler can copy it into a standalone module verbatim.
+(symgrad's error classes are used when symgrad is already loaded), so the
+ahead-of-time compiler copies it into standalone modules verbatim.
 """
-from __future__ import annotations
-
 import math
+import sys
 from dataclasses import dataclass, field
 
 import numpy as np
 
-try:  # inside symgrad: raise its documented error classes
+if "symgrad.errors" in sys.modules:  # inside symgrad: raise its documented error classes
     from symgrad.errors import DTypeError, ShapeError
-except ImportError:  # in a standalone generated module
+else:  # in a standalone generated module: never import symgrad (or SymPy)
     class ShapeError(ValueError):
         """Argument shapes do not match the compiled core shapes."""
 
@@ -21,6 +20,11 @@ except ImportError:  # in a standalone generated module
         """An argument has an unsupported dtype."""
 
 PARALLEL_MIN_BATCH = 1 << 16
+
+
+class NotAnArrayError(TypeError):
+    """An argument is a container or symbolic value, not an array; the caller may retry it
+    through its general path (pytrees, tracing)."""
 
 
 @dataclass
@@ -33,6 +37,7 @@ class GufuncSpec:
     kernels: dict
     parallel_kernels: dict = field(default_factory=dict)
     consts: tuple = ()
+    cores: dict = field(default_factory=dict)  # dtype -> core function, when every core is a scalar
     _consts_by_dtype: dict = field(default_factory=dict)
 
     def consts_for(self, dtype: str) -> tuple:
@@ -44,6 +49,9 @@ class GufuncSpec:
 
 
 def _as_float_array(name: str, k: int, value):
+    if not isinstance(value, (np.ndarray, np.generic, float, int)):
+        if isinstance(value, (tuple, list, dict)) or hasattr(value, "__array_function__"):
+            raise NotAnArrayError(f"{name}: argument {k} is a {type(value).__name__}, not an array")
     arr = np.asarray(value)
     kind = arr.dtype.kind
     if kind == "f":
@@ -73,6 +81,10 @@ def gufunc_call(spec: GufuncSpec, args: tuple, parallel: bool = False):
         weak.append(is_weak)
     strong = [a.dtype for a, w in zip(arrays, weak) if not w]
     dtype = np.result_type(*strong).name if strong else "float64"
+    if spec.cores and all(a.ndim == 0 for a in arrays):  # scalars: call the core directly
+        typ = np.dtype(dtype).type
+        res = spec.cores[dtype](*[typ(a) for a in arrays], *spec.consts_for(dtype))
+        return tuple(typ(r) for r in res) if isinstance(res, tuple) else typ(res)
     batch_shapes = []
     for k, (arr, core) in enumerate(zip(arrays, spec.in_cores)):
         nd = len(core)

@@ -139,10 +139,25 @@ def _batch_perm(perm, nb):
     return tuple(range(nb)) + tuple(p + nb for p in perm)
 
 
+def _emit_transpose(ctx, node, a):
+    """Statements: an element loop writing the permuted array (compiles faster than np.transpose)."""
+    perm, shape = node.params[0], node.shape
+    lines = [f"{{out}} = np.empty({shape!r}, dtype={_dtype(ctx)})"]
+    pad = ""
+    for k, n in enumerate(shape):
+        lines.append(f"{pad}for _i{k} in range({n}):")
+        pad += "    "
+    src = [""] * len(perm)
+    for k, p in enumerate(perm):
+        src[p] = f"_i{k}"
+    lines.append(f"{pad}{{out}}[{', '.join(f'_i{k}' for k in range(len(shape)))}] = {a[0]}[{', '.join(src)}]")
+    return lines
+
+
 register(OpDef(
     name="transpose", infer=lambda nodes, p: (tuple(nodes[0].shape[i] for i in p[0]), "f"),
     numpy=lambda x, perm: np.transpose(x, perm),
-    emit=lambda ctx, node, a: f"np.transpose({a[0]}, {node.params[0]!r})",
+    emit=_emit_transpose,
     jvp=lambda g, node, t, nb: g.apply("transpose", t[0], params=(_batch_perm(node.params[0], nb),)),
     vjp=lambda g, node, ct, nb: (g.apply("transpose", ct, params=(_batch_perm(tuple(np.argsort(node.params[0]).tolist()), nb),)),),
     simplify=lambda g, args, p, shape: args[0] if tuple(p[0]) == tuple(range(len(p[0]))) else None,
@@ -193,9 +208,41 @@ def _numpy_scatter(v, index, shape):
 
 
 def _emit_scatter(ctx, node, a):
+    """zeros, then an element loop over the value (Numba compiles slice assignment slowly)."""
     index, shape = node.params
-    return [f"{{out}} = np.zeros({shape!r}, dtype={_dtype(ctx)})",
-            f"{{out}}[{index_to_source(index)}] = {a[0]}"]
+    vshape = ctx.graph.shape(node.args[0])
+    lines = [f"{{out}} = np.zeros({shape!r}, dtype={_dtype(ctx)})"]
+    out_idx, v_idx, loops, d, j = [], [], [], 0, 0
+    for item in index:
+        if item is None:  # newaxis: a size-1 axis of the value
+            v_idx.append("0")
+            j += 1
+        elif isinstance(item, tuple):
+            start, _, step = slice(*item[1:]).indices(shape[d])
+            var = f"_i{j}"
+            term = var if step == 1 else f"{step} * {var}"
+            out_idx.append(term if start == 0 else f"{start} + {term}")
+            v_idx.append(var)
+            loops.append((var, vshape[j]))
+            d += 1
+            j += 1
+        else:
+            out_idx.append(str(item % shape[d]))
+            d += 1
+    while d < len(shape):
+        var = f"_i{j}"
+        out_idx.append(var)
+        v_idx.append(var)
+        loops.append((var, vshape[j]))
+        d += 1
+        j += 1
+    pad = ""
+    for var, n in loops:
+        lines.append(f"{pad}for {var} in range({n}):")
+        pad += "    "
+    value = f"{a[0]}[{', '.join(v_idx)}]" if vshape else a[0]
+    lines.append(f"{pad}{{out}}[{', '.join(out_idx)}] = {value}")
+    return lines
 
 
 register(OpDef(
@@ -350,10 +397,14 @@ register(OpDef(
 # -- identity seeds ---------------------------------------------------------------------------
 
 def _emit_eye(ctx, node, a):
+    """Statements: a zero matrix with ones on the diagonal (loops compile faster than np.eye)."""
     shape = node.params[0]
     n = shape[0]
-    text = f"np.eye({n}, dtype={_dtype(ctx)})"
-    return text if shape == (n, n) else f"{text}.reshape({shape!r})"
+    lines = [f"{{out}} = np.zeros(({n}, {n}), dtype={_dtype(ctx)})",
+             f"for _i0 in range({n}):", f"    {{out}}[_i0, _i0] = {ctx.literal(1.0)}"]
+    if shape != (n, n):
+        lines.append(f"{{out}} = {{out}}.reshape({shape!r})")
+    return lines
 
 
 register(OpDef(
