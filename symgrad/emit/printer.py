@@ -123,8 +123,8 @@ class _Body:
             left_need = prec + 1 if node.op == "pow" else prec
             right_need = prec if node.op == "pow" else prec + 1  # never re-associate floats
             return f"{_wrap(items[0], left_need)} {symbol} {_wrap(items[1], right_need)}", prec
-        if node.op == "where" and scalar:
-            c, a, b = (s for s, _ in items)
+        if node.op == "where" and scalar:  # a nested conditional needs parentheses in every slot
+            c, a, b = (_wrap(item, 2) for item in items)
             return f"{a} if {c} else {b}", 1
         if node.op == "stop_gradient":
             return items[0]
