@@ -163,8 +163,47 @@ class Traced:
         return f"{self.program.name}({args}) = {self.expr}"
 
     def _repr_latex_(self) -> str:
+        """Jupyter: the function and, for a scalar output, its gradient, as LaTeX."""
+        name = "\\operatorname{" + self.program.name.replace("_", "\\_") + "}"
+        args = ", ".join(sp.latex(sp.Symbol(a)) for a in self.program.arg_names)
+        expr = self.expr
+        lines = [f"{name}({args}) &= {sp.latex(tuple(expr) if isinstance(expr, list) else expr)}"]
+        for arg, d in self._display_grads():
+            lines.append(f"\\frac{{\\partial {name}}}{{\\partial {sp.latex(sp.Symbol(arg))}}} &= "
+                         f"{sp.latex(d)}")
+        if len(lines) == 1:
+            return f"$\\displaystyle {lines[0].replace('&=', '=')}$"
+        return "$\\begin{aligned}" + " \\\\ ".join(lines) + "\\end{aligned}$"
+
+    def _repr_pretty_(self, p, cycle) -> None:
+        """IPython terminal: the function and its gradient as 2-D (unicode) formulas."""
+        if cycle:
+            p.text(f"Traced({self.program.name})")
+            return
         args = ", ".join(self.program.arg_names)
-        return f"$\\displaystyle {self.program.name}({args}) = {sp.latex(self.expr)}$"
+        expr = self.expr
+        blocks = [(f"{self.program.name}({args})", tuple(expr) if isinstance(expr, list) else expr)]
+        blocks += [(f"∂{self.program.name}/∂{name}", d) for name, d in self._display_grads()]
+        out = []
+        for label, e in blocks:
+            art = sp.pretty(e, use_unicode=True).splitlines()
+            if len(art) == 1:
+                out.append(f"{label} = {art[0]}")
+            else:
+                out += [f"{label} ="] + ["    " + line for line in art]
+        p.text("\n".join(out))
+
+    def _display_grads(self) -> list:
+        """(argument name, closed-form gradient) pairs for display; empty unless one scalar output."""
+        g = self.program.graph
+        if len(self.program.outputs) != 1 or g.shape(self.program.outputs[0]) != ():
+            return []
+        try:
+            grads = self.grad_expr(tuple(range(len(self.args))))
+        except Exception:  # display must never raise
+            return []
+        names = [n for k in range(len(self.args)) for n in [self.program.arg_names[j] for j in self._wrt(k)]]
+        return list(zip(names, grads))
 
 
 def trace(fun, *example_args, signature: str | None = None) -> Traced:

@@ -1,0 +1,35 @@
+"""Functions the CLI tests name as tests/cli/funcs.py:FUNC."""
+import numpy as np
+
+import symgrad
+
+
+def softplus(x):
+    return np.log(1 + np.exp(x))
+
+
+def lse2(x, y):
+    return np.log(np.exp(x) + np.exp(y))
+
+
+def cube(x, y):
+    return x ** 3 * y
+
+
+def norm2(x):
+    return np.sum(x * x)
+
+
+def branchy(x):
+    if x > 0:
+        return x
+    return -x
+
+
+@symgrad.custom_gradient
+def wrong_sin(x):
+    """sin with a wrong derivative rule (2 cos x): `symgrad check` must catch it."""
+    return np.sin(x), lambda dy: dy * 2 * np.cos(x)
+
+
+not_a_function = 3
