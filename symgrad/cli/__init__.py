@@ -1,7 +1,7 @@
 """The ``symgrad`` command line (argparse; one module per subcommand).
 
 ``symgrad grad | hessian | jvp | vjp`` print derivatives as formulas,
-``symgrad check`` compares compiled derivatives with high-precision central
+``symgrad explain`` shows backpropagation step by step, ``symgrad check`` compares compiled derivatives with high-precision central
 differences, ``symgrad plot`` draws the bits of error of the naive and the
 stabilised derivative, and ``symgrad compile`` writes standalone modules.
 
@@ -27,11 +27,12 @@ examples:
   symgrad check examples/softplus.py:lse2 --points 5
   symgrad plot examples/softplus.py:softplus --range -40:40 -o softplus.png
   symgrad compile examples/softplus.py:softplus lse2 --grad -o softplus_aot.py
+  symgrad explain examples/softplus.py:lse2 --at x=1,y=2
 """
 
 
 def build_parser() -> Parser:
-    from . import check, compile as compile_cmd, derive, plot
+    from . import check, compile as compile_cmd, derive, explain, plot
     from .._version import __version__
 
     parser = Parser(prog="symgrad", epilog=EPILOG,
@@ -44,6 +45,7 @@ def build_parser() -> Parser:
     check.register(sub)
     plot.register(sub)
     compile_cmd.register(sub)
+    explain.register(sub)
     for name, p in sub.choices.items():  # --debug is accepted after the command too
         p.add_argument("--debug", action="store_true", default=argparse_suppress(), help="show the full traceback on errors")
     return parser

@@ -33,3 +33,11 @@ def wrong_sin(x):
 
 
 not_a_function = 3
+
+
+def loss_zxy(x, y, z):
+    return z * (x + y)
+
+
+def rosen(x):
+    return np.sum(100.0 * (x[1:] - x[:-1] ** 2) ** 2 + (1.0 - x[:-1]) ** 2)

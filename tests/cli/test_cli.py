@@ -9,7 +9,7 @@ from pathlib import Path
 
 FUNCS = str(Path(__file__).resolve().parent / "funcs.py")
 
-COMMANDS = ("grad", "hessian", "jvp", "vjp", "check", "plot", "compile")
+COMMANDS = ("grad", "hessian", "jvp", "vjp", "check", "plot", "compile", "explain")
 
 
 def test_top_level_help_lists_every_command(cli):
@@ -139,3 +139,18 @@ def test_plot_writes_png(cli, tmp_path):
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     m = re.search(r"mean bits of error of d/dx: naive ([\d.]+), stabilised ([\d.]+)", r.stdout)
     assert m and float(m[2]) < float(m[1])
+
+
+def test_explain_prints_every_adjoint_and_the_gradient(capsys):
+    # Loss = z * (x + y) at (x, y, z) = (-2, 5, -4): dL/dx = dL/dy = z = -4, dL/dz = x + y = 3
+    assert main(["explain", FUNCS + ":loss_zxy", "--at", "x=-2,y=5,z=-4"]) == 0
+    out = capsys.readouterr().out
+    assert "forward pass:" in out and "backward pass" in out
+    assert re.search(r"x_bar = .* = -4\b", out) and re.search(r"z_bar = .* = 3\b", out)
+    assert out.rstrip().endswith("= -4, dt1/dy = -4, dt1/dz = 3")
+
+
+def test_explain_array_point(capsys):
+    assert main(["explain", FUNCS + ":rosen", "--at", "x=[1,2,3]", "--signature", "(n)->()"]) == 0
+    out = capsys.readouterr().out
+    assert "[-400. 1002. -200.]" in out.splitlines()[-1]  # scipy.optimize.rosen_der([1, 2, 3])
