@@ -20,7 +20,7 @@ import numpy as np
 import sympy as sp
 
 sys.path.insert(0, os.path.abspath(os.path.join(os.path.dirname(__file__), "..")))
-from symgrad.stabilize import stabilize  # noqa: E402
+from symgrad.stabilize import DEFAULT_WORK, stabilize  # noqa: E402
 from symgrad.stabilize.accuracy import make_sample, point_bits  # noqa: E402
 
 x, y, z, a, b, c, m, t = sp.symbols("x y z a b c m t", real=True)
@@ -75,7 +75,8 @@ SUITE = [
 
 
 def run(n: int, budget: float, out: str):
-    rows, summary = [], []
+    rows, summary, times = [], [], []
+    n_timed = 0
     for name, f, vs, dom in SUITE:
         parts = [("f", f)] + [(f"d/d{v}", sp.diff(f, v)) for v in vs]
         for part, e in parts:
@@ -86,6 +87,8 @@ def run(n: int, budget: float, out: str):
                 rows.append(f"| {name} | {part} | error: {type(exc).__name__} | | | | | | |")
                 continue
             dt_s = time.perf_counter() - t0
+            times.append(dt_s)
+            n_timed += int(res.timed_out)
             cells = []
             for dt in ("float64", "float32"):
                 s = make_sample(e, vs, dt, domain=dom, n=n)
@@ -98,7 +101,8 @@ def run(n: int, budget: float, out: str):
             expr_s = expr_s if len(expr_s) < 90 else expr_s[:87] + "..."
             rows.append(f"| {name} | {part} | {c64[0]:.2f} / {c64[1]:.1f} | {c64[2]:.2f} / {c64[3]:.1f} | "
                         f"{c32[0]:.2f} / {c32[1]:.1f} | {c32[2]:.2f} / {c32[3]:.1f} | {c64[5] + c32[5]} | "
-                        f"{dt_s:.2f}{'*' if res.budget_exhausted else ''} | `{expr_s}` |")
+                        f"{dt_s:.2f}{'*' if res.budget_exhausted else ''}{'T' if res.timed_out else ''} ({res.work}) | "
+                        f"`{expr_s}` |")
             print(rows[-1], flush=True)
     S = np.array(summary)
     head = [
@@ -106,12 +110,16 @@ def run(n: int, budget: float, out: str):
         f"Date: {datetime.datetime.now().isoformat(timespec='seconds')}  ",
         f"Machine: {platform.platform()}, {platform.processor() or platform.machine()}, "
         f"{os.cpu_count()} CPUs, Python {platform.python_version()}  ",
-        f"Sample: {n} points per dtype, budget {budget} s per expression (* = budget cut the search).", "",
+        f"Sample: {n} points per dtype; deterministic work budget {DEFAULT_WORK} units, wall-clock cap {budget} s "
+        "per expression. Time column: seconds (work units spent); * = a budget cut the search, "
+        "T = it was the wall-clock cap (only then can the result depend on machine load).", "",
         f"**Summary** over {len(S)} (expression, part, dtype) cases: mean bits naive {S[:, 0].mean():.2f} -> "
         f"stabilised {S[:, 1].mean():.2f}; cases with stabilised mean < 1 bit: {(S[:, 1] < 1).sum()}/{len(S)}; "
         f"max bits naive {S[:, 2].mean():.1f} -> {S[:, 3].mean():.1f} (average of per-case max); "
         f"cases worse than naive (mean): {(S[:, 1] > S[:, 0] + 1e-9).sum()}; "
-        f"cases with NaN/inf-level errors left: {(S[:, 4] > 0).sum()}.", "",
+        f"cases with NaN/inf-level errors left: {(S[:, 4] > 0).sum()}; "
+        f"stabilize() time: total {sum(times):.1f} s, median {np.median(times):.2f} s, max {max(times):.2f} s; "
+        f"searches cut by the wall-clock cap: {n_timed}.", "",
         "Bits of error = log2(1 + ulps between result and correctly rounded reference); "
         "columns give mean / max. 'bad' = points at the maximum (NaN/inf/overflow) after stabilisation.", "",
         "| expression | part | f64 naive | f64 stable | f32 naive | f32 stable | bad | time s | chosen |",

@@ -31,9 +31,9 @@ import sympy as sp
 
 from .accuracy import bits_of_error_report
 from .result import RewriteRecord, StabilizeResult
-from .search import Search
+from .search import DEFAULT_WORK, Search
 
-__all__ = ["stabilize", "StabilizeResult", "RewriteRecord", "bits_of_error_report"]
+__all__ = ["stabilize", "StabilizeResult", "RewriteRecord", "bits_of_error_report", "DEFAULT_WORK"]
 
 
 def _summary(bits_before: dict, bits_after: dict) -> dict:
@@ -47,7 +47,7 @@ def _summary(bits_before: dict, bits_after: dict) -> dict:
 
 def stabilize(expr: sp.Expr, variables: Sequence[sp.Symbol], *, domain: Mapping | None = None,
               budget_s: float = 2.0, dtypes: Sequence[str] = ("float64", "float32"), seed: int = 0,
-              n_points: int = 256) -> StabilizeResult:
+              n_points: int = 256, work: int = DEFAULT_WORK) -> StabilizeResult:
     """Search for a numerically more accurate equivalent of ``expr``.
 
     Args:
@@ -55,9 +55,14 @@ def stabilize(expr: sp.Expr, variables: Sequence[sp.Symbol], *, domain: Mapping 
         variables: ordered input symbols.
         domain: optional ``{symbol: (lo, hi)}``; default all finite floats where
             the exact value is finite and real.
-        budget_s: wall-time budget of the search (sampling included).
+        budget_s: wall-clock safety cap (sampling included).  The search itself is
+            bounded by the deterministic ``work`` budget; the cap only matters on a
+            very slow or overloaded machine.
+        work: deterministic work budget in units (about one per scored candidate).
         dtypes: floating-point formats to score (error averaged over them).
-        seed: RNG seed (results are deterministic for a given seed).
+        seed: RNG seed.  Results are deterministic for given (expr, variables, domain,
+            dtypes, seed, n_points, work) unless the wall-clock cap is hit
+            (``result.timed_out``).
         n_points: sample points per dtype.
 
     Returns:
@@ -65,11 +70,13 @@ def stabilize(expr: sp.Expr, variables: Sequence[sp.Symbol], *, domain: Mapping 
     """
     t0 = time.perf_counter()
     expr = sp.sympify(expr)
-    s = Search(expr, variables, domain, budget_s, tuple(dtypes), seed, n_points)
+    s = Search(expr, variables, domain, budget_s, tuple(dtypes), seed, n_points, work=work)
     best = s.run()
     records = []
-    for name, before, after, regime in best.history:
-        cb, ca = s.score(before, ()), s.score(after, ())
-        records.append(RewriteRecord(name, before, after, _summary(cb.bits, ca.bits), regime))
+    for st in best.history:
+        cb, ca = s.score(st.before, ()), s.score(st.after, ())
+        bits = _summary(cb.bits, ca.bits) if cb is not None and ca is not None else {}
+        records.append(RewriteRecord(st.name, st.sub_before, st.sub_after, bits, st.regime,
+                                     st.before, st.after))
     return StabilizeResult(best.expr, records, s.exhausted, time.perf_counter() - t0,
-                           _summary(s.orig.bits, best.bits))
+                           _summary(s.orig.bits, best.bits), s.used, s.timed_out)

@@ -59,20 +59,10 @@ def _key(expr, variables, domain, dtype, n, seed):
     return (sp.srepr(expr), tuple(map(str, variables)), dom, str(np.dtype(dtype)), n, seed)
 
 
-def make_sample(expr: sp.Expr, variables: Sequence[sp.Symbol], dtype, *, domain: Mapping | None = None,
-                n: int = 256, seed: int = 0) -> Sample:
-    """Sample ``n`` points where ``expr`` has a finite real reference in ``dtype``.
+BASE_N = 64  # samples of n > BASE_N points extend the BASE_N-point sample (its references are reused)
 
-    Results are cached per (expression, variables, domain, dtype, n, seed).
-    Points whose reference is NaN/inf (outside the real domain or overflowing)
-    are dropped; up to four batches are drawn to fill ``n`` points.
-    """
-    key = _key(expr, variables, domain, dtype, n, seed)
-    if key in _CACHE:
-        return _CACHE[key]
-    dt = np.dtype(dtype)
-    rng = np.random.default_rng([seed, 7919 if dt == np.float32 else 104729])
-    fn = compile_mpmath(expr, variables)
+
+def _draw(fn, variables, domain, dt, n, rng):
     xs, refs = [], []
     have = 0
     for _ in range(4):
@@ -86,8 +76,36 @@ def make_sample(expr: sp.Expr, variables: Sequence[sp.Symbol], dtype, *, domain:
         have += int(ok.sum())
         if have >= n:
             break
-    X, ref = np.concatenate(xs)[:n], np.concatenate(refs)[:n]
+    return np.concatenate(xs)[:n], np.concatenate(refs)[:n]
+
+
+def make_sample(expr: sp.Expr, variables: Sequence[sp.Symbol], dtype, *, domain: Mapping | None = None,
+                n: int = 256, seed: int = 0) -> Sample:
+    """Sample ``n`` points where ``expr`` has a finite real reference in ``dtype``.
+
+    Results are cached per (expression, variables, domain, dtype, n, seed).
+    Points whose reference is NaN/inf (outside the real domain or overflowing)
+    are dropped; up to four batches are drawn to fill ``n`` points.  A sample
+    of ``n > 64`` points is the 64-point sample (same seed) followed by
+    ``n - 64`` further points, so a quick 64-point accuracy probe and a full
+    search share their references.
+    """
+    key = _key(expr, variables, domain, dtype, n, seed)
+    if key in _CACHE:
+        return _CACHE[key]
+    dt = np.dtype(dtype)
+    fn = compile_mpmath(expr, variables)
+    if n > BASE_N:
+        head = make_sample(expr, variables, dt, domain=domain, n=BASE_N, seed=seed)
+        rng = np.random.default_rng([seed, 7919 if dt == np.float32 else 104729, n])
+        X, ref = _draw(fn, variables, domain, dt, n - BASE_N, rng)
+        X, ref = np.concatenate([head.X, X]), np.concatenate([head.ref, ref])
+    else:
+        rng = np.random.default_rng([seed, 7919 if dt == np.float32 else 104729])
+        X, ref = _draw(fn, variables, domain, dt, n, rng)
     s = Sample(dt, X, ref)
+    if len(_CACHE) > 2000:
+        _CACHE.clear()
     _CACHE[key] = s
     return s
 

@@ -57,6 +57,30 @@ def _const(expr: sp.Expr, t) -> Callable[[Env], np.ndarray]:
 
 
 def _compile(expr, pos: dict, t) -> Callable[[Env], np.ndarray]:
+    """Memoised per :func:`compile_numpy` call (``pos[None]``): shared subexpressions
+    are compiled once and evaluated once per call (DAG, not tree, cost)."""
+    memo = pos[None]
+    fn = memo.get(expr)
+    if fn is None:
+        fn = _compile_node(expr, pos, t)
+        if not (expr in pos or expr.is_Atom):
+            fn = _once_per_env(fn)
+        memo[expr] = fn
+    return fn
+
+
+def _once_per_env(fn):
+    last = [None, None]
+
+    def g(env):
+        if last[0] is not env:
+            last[1] = fn(env)
+            last[0] = env
+        return last[1]
+    return g
+
+
+def _compile_node(expr, pos: dict, t) -> Callable[[Env], np.ndarray]:
     if expr in pos:
         i = pos[expr]
         return lambda env: env[i]
@@ -67,13 +91,7 @@ def _compile(expr, pos: dict, t) -> Callable[[Env], np.ndarray]:
     if not expr.free_symbols and not isinstance(expr, sp.Piecewise):
         return _const(expr, t)
     if expr.is_Add:
-        parts = [_compile(a, pos, t) for a in expr.args]
-        def add(env):
-            acc = parts[0](env)
-            for p in parts[1:]:
-                acc = acc + p(env)
-            return acc
-        return add
+        return _compile_add(expr, pos, t)
     if expr.is_Mul:
         return _compile_mul(expr, pos, t)
     if expr.is_Pow:
@@ -123,16 +141,40 @@ def _compile(expr, pos: dict, t) -> Callable[[Env], np.ndarray]:
     raise NotImplementedError(f"numeric evaluator: unsupported node {expr.func}")
 
 
+def _is_negative(t) -> bool:
+    return t.could_extract_minus_sign() and not t.is_Number or (t.is_Number and t < 0)
+
+
+def _compile_add(expr, pos, t):
+    """Same order as :func:`symgrad.ir.from_sympy.from_sympy`: positive terms added in
+    ``default_sort_key`` order, then the negative ones subtracted."""
+    terms = sorted(expr.args, key=sp.default_sort_key)
+    pos_t = [_compile(a, pos, t) for a in terms if not _is_negative(a)]
+    neg_t = [_compile(-a, pos, t) for a in terms if _is_negative(a)]
+
+    def add(env):
+        acc = pos_t[0](env) if pos_t else None
+        for p in pos_t[1:]:
+            acc = acc + p(env)
+        for p in neg_t:
+            acc = -p(env) if acc is None else acc - p(env)
+        return acc
+    return add
+
+
 def _compile_mul(expr, pos, t):
+    """As the emitted code: ``-(rest)`` for a leading -1, numerator factors multiplied in
+    argument order, then *divided by each denominator factor in turn* (no product of
+    denominators, so ``1/(sqrt(x)*sqrt(x+1)*...)`` does not overflow early)."""
+    if expr.args[0] == -1:
+        rest = _compile(sp.Mul(*expr.args[1:]), pos, t)
+        return lambda env: -rest(env)
     num, den = [], []
     for a in expr.args:
         if a.is_Pow and a.exp.is_Number and a.exp.is_negative:
-            den.append(a.base if a.exp == -1 else sp.Pow(a.base, -a.exp, evaluate=False))
+            den.append(sp.Pow(a.base, -a.exp))
         else:
             num.append(a)
-    sign = 1
-    if num and num[0] == -1:
-        sign, num = -1, num[1:]
     nf = [_compile(a, pos, t) for a in num]
     df = [_compile(a, pos, t) for a in den]
     one = t(1)
@@ -141,12 +183,9 @@ def _compile_mul(expr, pos, t):
         acc = nf[0](env) if nf else one
         for p in nf[1:]:
             acc = acc * p(env)
-        if df:
-            d = df[0](env)
-            for p in df[1:]:
-                d = d * p(env)
-            acc = acc / d
-        return -acc if sign < 0 else acc
+        for p in df:
+            acc = acc / p(env)
+        return acc
     return mul
 
 
@@ -155,15 +194,17 @@ def _compile_pow(base, ex, pos, t):
     one = t(1)
     if ex == sp.Rational(1, 2):
         return lambda env: np.sqrt(b(env))
-    if ex == sp.Rational(-1, 2):
-        return lambda env: one / np.sqrt(b(env))
-    if ex == -1:
-        return lambda env: one / b(env)
+    if ex.is_Number and ex.is_negative:  # as emitted: 1 / base**(-ex)
+        inv = _compile_pow(base, -ex, pos, t)
+        return lambda env: one / inv(env)
+    if ex == 1:
+        return b
     if ex.is_Integer:
         n = int(ex)
-        if n > 0:
-            return lambda env: b(env) ** n
-        return lambda env: one / (b(env) ** (-n))
+        return lambda env: b(env) ** n
+    if base == sp.E:
+        e = _compile(ex, pos, t)
+        return lambda env: np.exp(e(env))
     e = _compile(ex, pos, t)
     return lambda env: np.power(b(env), e(env))
 
@@ -182,6 +223,7 @@ def compile_numpy(expr: sp.Expr, variables: Sequence[sp.Symbol], dtype) -> Calla
     """
     t = np.dtype(dtype).type
     pos = {v: i for i, v in enumerate(variables)}
+    pos[None] = {}
     core = _compile(sp.sympify(expr), pos, t)
 
     def f(X: np.ndarray) -> np.ndarray:

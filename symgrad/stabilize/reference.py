@@ -24,7 +24,7 @@ from symgrad.ir import sympy_funcs as sf
 
 __all__ = ["compile_mpmath", "round_to", "reference_values", "MAX_PREC"]
 
-MAX_PREC = 8192
+MAX_PREC = 4096  # summed cancellation of two chained float64-range cancellations (2 x ~2100 bits)
 _MANT = {np.dtype("float64"): 53, np.dtype("float32"): 24}
 
 def _exp(v):
@@ -101,13 +101,15 @@ def _mag(v):
     return e + bc if man else None
 
 
-_LOSS = [0]  # largest number of bits cancelled in the current evaluation
+_LOSS = [0]  # bits cancelled in the current evaluation (summed over operations)
 
 
 def _note_loss(operand_mag, result):
     if type(result) is mpmath.mpf:
         m = _mag(result)
-        _LOSS[0] = max(_LOSS[0], 10**9 if m is None else operand_mag - m)
+        # losses compound along a chain of cancellations, so they are summed
+        # (an upper bound: independent branches are counted too)
+        _LOSS[0] = min(_LOSS[0] + (10**9 if m is None else max(operand_mag - m, 0)), 10**9)
 
 
 def _xadd(a, b):
@@ -189,12 +191,24 @@ def _compile(expr, pos):
     if f in _UNARY and f in _ILL:
         g, a = _UNARY[f], _compile(expr.args[0], pos)
         log_like = f is sp.log
+        arg_exact = _is_exact(expr.args[0])
 
         def ill(env):
             v = a(env)
+            if log_like and type(v) is mpmath.mpf:
+                if v < 0:  # real semantics; skip the complex log
+                    return mpmath.nan
+                if v == 1:  # cheap exact answer (high-precision AGM logs are slow)
+                    if not arg_exact:
+                        _LOSS[0] = 10**9
+                    return mpmath.mpf(0)
             r = _real(g(v))
-            if type(v) is mpmath.mpf and v._mpf_[1] and r:
-                _note_loss(1 if log_like else max(_mag(v), 1), r)
+            if type(v) is mpmath.mpf and v._mpf_[1] and type(r) is mpmath.mpf:
+                if r._mpf_[1]:
+                    _note_loss(1 if log_like else max(_mag(v), 1), r)
+                elif not arg_exact and not r._mpf_[2]:
+                    # log(1) = 0 from a rounded argument (exp(1e-200) -> 1): total loss
+                    _LOSS[0] = max(_LOSS[0], 10**9)
             return r
         return ill
     if f in _UNARY:
@@ -272,7 +286,28 @@ def round_to(value, dtype) -> float:
 def _start_prec(row, dtype) -> int:
     # Sums and products of inputs are exact and cancellation is tracked, so a
     # modest start suffices; the loop raises it where needed.
-    return _MANT[np.dtype(dtype)] + 64
+    return _MANT[np.dtype(dtype)] + 96
+
+
+_MARGIN = 40  # bits of slack assumed for error amplification not tracked as cancellation
+
+
+def _safely_rounded(v, r, good_bits: int, dtype) -> bool:
+    """True if every value within relative ``2**-good_bits`` of ``v`` rounds to ``r``.
+
+    Lets one evaluation suffice when the result is far from a rounding boundary
+    (the common case); otherwise the caller compares two precisions.
+    """
+    if type(v) is not mpmath.mpf or not v or not mpmath.isfinite(v) or good_bits < _MANT[dtype] + 8:
+        return False
+    if np.isinf(r):  # far beyond the largest float: overflow is certain
+        return _mag(v) > np.finfo(dtype).maxexp + 2
+    if not np.isfinite(r) or r == 0 or abs(float(r)) < np.finfo(dtype).tiny:
+        return False
+    rel = mpmath.ldexp(1, -good_bits)
+    with mpmath.workprec(good_bits + 16):
+        lo, hi = v * (1 - rel), v * (1 + rel)
+    return round_to(lo, dtype) == r and round_to(hi, dtype) == r
 
 
 def reference_values(fn, X: np.ndarray, dtype) -> np.ndarray:
@@ -294,9 +329,13 @@ def reference_values(fn, X: np.ndarray, dtype) -> np.ndarray:
         while True:
             _LOSS[0] = 0
             with mpmath.workprec(p):
-                r = round_to(fn(args), dt)
+                v = fn(args)
+                r = round_to(v, dt)
             trusted = _LOSS[0] < p - _MANT[dt] - 24
             if p >= MAX_PREC:
+                res = r
+                break
+            if trusted and prev is None and _safely_rounded(v, r, p - _LOSS[0] - _MARGIN, dt):
                 res = r
                 break
             if trusted and prev is not None and (r == prev or (np.isnan(r) and np.isnan(prev))):
@@ -309,7 +348,10 @@ def reference_values(fn, X: np.ndarray, dtype) -> np.ndarray:
                     res = r
                     break
                 prev = r2
-            p = min(2 * p, MAX_PREC)
+            # jump straight to a precision that covers the cancellation just observed
+            # (total cancellation -- a zero result -- says nothing about the size: x4)
+            need = _LOSS[0] + _MANT[dt] + 24 + _MARGIN if _LOSS[0] < MAX_PREC else 4 * p
+            p = min(max(2 * p, need), MAX_PREC)
         out[i] = res
     return out
 

@@ -15,16 +15,21 @@ class RewriteRecord:
 
     Attributes:
         name: identity or transformation name (``"regime_split"`` for branches).
-        before: whole expression before the step.
-        after: whole expression after the step.
-        bits: ``{dtype: (mean_before, max_before, mean_after, max_after)}`` bits of error.
+        before: the subexpression that was rewritten (e.g. ``log(exp(x) + 1)``).
+        after: its replacement (e.g. ``softplus(x)``).
+        bits: ``{dtype: (mean_before, max_before, mean_after, max_after)}`` bits of error
+            of the *whole* expression before and after the step.
         regime: the Piecewise condition introduced by the step, or None.
+        expr_before: whole expression before the step.
+        expr_after: whole expression after the step.
     """
     name: str
     before: sp.Expr
     after: sp.Expr
     bits: dict = field(hash=False, compare=True)
     regime: Optional[str] = None
+    expr_before: Optional[sp.Expr] = None
+    expr_after: Optional[sp.Expr] = None
 
     def one_line(self) -> str:
         """``name: before -> after  [f64 bits a -> b, f32 c -> d]``."""
@@ -44,8 +49,11 @@ class StabilizeResult:
     Attributes:
         expr: chosen expression (the input when nothing better was found).
         records: applied rewrites, in order.
-        budget_exhausted: True when the time budget cut the search short.
+        budget_exhausted: True when the work budget or the wall-clock cap cut the search short.
         seconds: wall time spent.
+        work: work units spent (deterministic; see :mod:`symgrad.stabilize.search`).
+        timed_out: True when the wall-clock cap (not the work budget) cut the search; only
+            then can the result depend on machine load.
         bits: ``{dtype: (mean_before, max_before, mean_after, max_after)}`` for the whole expression.
     """
     expr: sp.Expr
@@ -53,3 +61,5 @@ class StabilizeResult:
     budget_exhausted: bool
     seconds: float
     bits: dict = field(default_factory=dict, hash=False)
+    work: int = 0
+    timed_out: bool = False

@@ -84,6 +84,27 @@ def _fractions(node):
     return out
 
 
+def _complement_fraction(node):
+    """R + N/D -> (R*D + N)/D when expanding the numerator cancels terms exactly.
+
+    The generic form of ``1 - exp(a)/(exp(a) + exp(b)) -> exp(b)/(exp(a) + exp(b))``
+    (1 - softmax) and ``1 - x/(x + 1) -> 1/(x + 1)``: the difference of nearly
+    equal quantities is done symbolically instead of in floating point.
+    """
+    if not node.is_Add:
+        return []
+    out = []
+    for t in node.args:
+        n, d = sp.fraction(t)
+        if d == 1 or not d.is_Add:
+            continue
+        R = node - t
+        num = sp.expand(R * d + n)
+        if len(sp.Add.make_args(num)) < len(sp.Add.make_args(sp.expand(R * d))) + len(sp.Add.make_args(n)):
+            out.append(num / d)
+    return out
+
+
 def _one_minus_cos(node):
     if not node.is_Add:
         return []
@@ -165,6 +186,10 @@ RULES: list[Rewrite] = [
     Rewrite("combine_fractions", _fractions,
             "1/a - 1/b cancels when a ~ b; (b - a)/(a*b) subtracts the exact inputs instead",
             "Higham 2002, sec. 1.7", (1 / x - 1 / (x + 1), {x: 1e9}, "float64")),
+    Rewrite("complement_fraction", _complement_fraction,
+            "R + N/D cancels when N/D ~ -R (1 - softmax); (R*D + N)/D cancels the terms symbolically",
+            "Goldberg 1991, sec. 1.4; Blanchard, Higham & Higham 2021, sec. 3",
+            (1 - x / (x + 1), {x: 1e12}, "float64")),
     Rewrite("one_minus_cos", _one_minus_cos, "1 - cos(u) cancels for small u; 2 sin(u/2)^2 does not",
             "Goldberg 1991, sec. 1.4; Higham 2002, sec. 1.8", ((1 - sp.cos(x)) / x**2, {x: 1e-5}, "float64")),
     Rewrite("log_difference", _log_diff,

@@ -64,6 +64,18 @@ def _recip(node):
     return []
 
 
+def _without(node, *factors):
+    """Product of ``node``'s Mul arguments with one occurrence of each of ``factors`` removed.
+
+    (``node / f`` does not cancel ``exp(u) / exp(u)``: SymPy keeps
+    ``exp(-u)*exp(u)``, which overflows.)
+    """
+    args = list(node.args)
+    for f in factors:
+        args.remove(f)
+    return sp.Mul(*args)
+
+
 def _ratio(node):
     """exp(u) * (exp(u) + exp(v))**-n -> sigmoid(u - v) * (exp(u) + exp(v))**-(n-1)."""
     if not node.is_Mul:
@@ -79,7 +91,7 @@ def _ratio(node):
             if g.func is sp.exp and g.args[0] in ws:
                 u = g.args[0]
                 v = ws[1] if ws[0] == u else ws[0]
-                out.append(node / (g * f) * sigmoid(u - v) * f.base ** (f.exp + 1))
+                out.append(_without(node, g, f) * sigmoid(u - v) * f.base ** (f.exp + 1))
     return out
 
 
@@ -105,7 +117,7 @@ def _exp_sigmoid(node):
         for f in node.args:
             b, e = f.as_base_exp()
             if b.func is sigmoid and e.is_Integer and e > 0 and sp.expand(b.args[0] + g.args[0]) == 0:
-                out.append(node / (g * b) * sigmoid(g.args[0]))
+                out.append(_without(node, g, f) * b ** (e - 1) * sigmoid(g.args[0]))
     return out
 
 

@@ -5,38 +5,73 @@ The loop follows Herbie's structure with our own components:
 1. sample inputs and compute correctly rounded references (:mod:`accuracy`);
 2. beam search: from the best few candidates, apply every identity of
    :mod:`rewrites` at every subexpression, plus a greedy saturation chain, and
-   algebraic transformations / series at the subexpressions with the largest
-   *local* error (:mod:`localize`, :mod:`transforms`);
-3. regime inference over the best candidates (:mod:`regimes`);
-4. choose the lowest mean bits of error (mean over dtypes), ties to the
-   cheaper ``count_ops``; reject candidates more than 1 bit worse than the
-   original at points where the original was accurate, and anything that fails
-   the high-precision equivalence check (:mod:`verify`).
+   algebraic transformations at the subexpressions with the largest *local*
+   error (:mod:`localize`, :mod:`transforms`).  The search stops as soon as a
+   round brings no improvement of the best mean error;
+3. only if the best exact candidate is still inaccurate: truncated series at
+   the worst subexpressions (approximations, usable only inside a regime);
+4. regime inference over the best candidates (:mod:`regimes`);
+5. choose the lowest mean bits of error (mean over dtypes), ties to the
+   cheaper ``count_ops``; reject candidates that are worse than the original
+   at a point where the original was accurate -- unless the regression is
+   within the conditioning of the problem at that point (see
+   :meth:`Search.acceptable`) -- and anything that fails the high-precision
+   equivalence check (:mod:`verify`).
 
-Everything iterates over lists in a fixed order and all randomness comes from
-a seeded generator, so results are deterministic.
+Budget and determinism
+----------------------
+The search is bounded by a deterministic *work* budget counted in units (one
+unit per newly scored candidate, a few units per algebraic transformation,
+localisation or series expansion; see ``COST``).  The same expression, sample
+size and seed therefore always explore the same candidates and return the same
+result, independent of machine load.  The wall-clock ``budget_s`` is only an
+outer safety cap; when either limit cuts the search the result reports
+``budget_exhausted=True`` (only a wall-clock cut can make a result depend on
+timing).
 
 References:
     Panchekha, Sanchez-Stern, Wilcox & Tatlock (2015), "Automatically improving
     accuracy for floating point expressions", PLDI.
-    Higham (2002), "Accuracy and Stability of Numerical Algorithms".
+    Higham (2002), "Accuracy and Stability of Numerical Algorithms", sec. 1.6
+    (conditioning vs. stability).
 """
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass
 
+import mpmath
 import numpy as np
 import sympy as sp
 
 from .accuracy import make_sample, point_bits
 from .localize import local_errors
+from .reference import compile_mpmath
 from .regimes import best_split
 from .rewrites import RULES
 from .transforms import algebraic_variants, series_variants
 from .verify import equivalent
 
-__all__ = ["Cand", "Search"]
+__all__ = ["Cand", "Step", "Search", "DEFAULT_WORK", "COST"]
+
+DEFAULT_WORK = 600
+# Work units, roughly proportional to time (one candidate scoring ~ 1-2 ms).
+COST = {"score": 1, "algebraic": 5, "localize": 10, "series": 40, "regime": 20, "verify": 20}
+SERIES_ABOVE = 0.25  # bits: series/regimes are tried only when the best exact form is worse than this
+TIE = 0.05  # bits: candidates this close to the best mean error count as tied (cheaper wins)
+IMPROVE_EPS = 0.01
+REGRESSION_SLACK = 2.0  # bits; see Search.acceptable  # bits: a round must lower the best mean error by more than this to continue
+
+
+@dataclass(frozen=True)
+class Step:
+    """One rewrite step: ``sub_before`` (a subexpression of ``before``) became ``sub_after``."""
+    name: str
+    sub_before: sp.Expr
+    sub_after: sp.Expr
+    before: sp.Expr
+    after: sp.Expr
+    regime: str | None = None
 
 
 @dataclass
@@ -46,11 +81,11 @@ class Cand:
     bits: dict
     score: float
     cost: int
-    history: tuple  # ((name, before, after, regime), ...)
+    history: tuple  # (Step, ...)
     exact: bool = True  # False for series approximations (only usable inside regimes)
 
     def key(self):
-        return (round(self.score, 6), self.cost, str(self.expr))
+        return (round(self.score, 6), self.cost, sp.default_sort_key(self.expr))
 
 
 def positions(expr, path=()):
@@ -74,44 +109,121 @@ def replace_at(expr, path, new):
     return expr.func(*args)
 
 
+_CHILDREN: dict = {}  # node -> [(rule name, replacement)] (rules are pure functions of the node)
+
+
+def _rule_results(node):
+    hit = _CHILDREN.get(node)
+    if hit is not None:
+        return hit
+    out = []
+    for rule in RULES:
+        try:
+            news = rule.apply(node)
+        except Exception:  # noqa: BLE001 - a rule that cannot handle a node just skips it
+            continue
+        out += [(rule.name, new) for new in news if new != node]
+    if len(_CHILDREN) > 50000:
+        _CHILDREN.clear()
+    _CHILDREN[node] = out
+    return out
+
+
 class Search:
     """One stabilisation run (state shared by the phases)."""
 
-    def __init__(self, expr, variables, domain, budget_s, dtypes, seed, n_points, beam=5, rounds=4):
+    def __init__(self, expr, variables, domain, budget_s, dtypes, seed, n_points, work=DEFAULT_WORK,
+                 beam=4, rounds=4):
         self.t0 = time.perf_counter()
         self.expr, self.vars, self.domain = expr, list(variables), domain
-        self.budget_s, self.beam, self.rounds = budget_s, beam, rounds
+        self.budget_s, self.work, self.beam, self.rounds = budget_s, work, beam, rounds
+        self.used = 0
         self.exhausted = False
+        self.timed_out = False
         self.samples = {dt: make_sample(expr, self.vars, dt, domain=domain, n=n_points, seed=seed)
                         for dt in dtypes}
         self.seen: dict = {}
+        self._cond: dict = {}
+        self.max_size = 3 * _tree_size(expr, 10**6) + 40
         self.orig = self.score(expr, ())
 
     # -- bookkeeping -------------------------------------------------------
-    def out_of_time(self) -> bool:
-        if time.perf_counter() - self.t0 > self.budget_s:
+    def charge(self, what: str, k: int = 1):
+        self.used += COST[what] * k
+
+    def out_of_budget(self) -> bool:
+        if self.used >= self.work:
             self.exhausted = True
+        elif time.perf_counter() - self.t0 > self.budget_s:
+            self.exhausted = self.timed_out = True
         return self.exhausted
 
     def score(self, expr, history, exact=True):
-        k = sp.srepr(expr)
-        if k in self.seen:
-            return self.seen[k]
+        c = self.seen.get(expr, False)
+        if c is not False:
+            return c
+        if history and _tree_size(expr, self.max_size) >= self.max_size:
+            self.seen[expr] = None  # runaway growth (nested shifts etc.): not a useful candidate
+            return None
+        self.charge("score")
         try:
             bits = {dt: point_bits(expr, self.vars, s) for dt, s in self.samples.items()}
         except Exception:  # noqa: BLE001 - a candidate the evaluator cannot handle is dropped
-            self.seen[k] = None
+            self.seen[expr] = None
             return None
         score = float(np.mean([b.mean() if len(b) else 0.0 for b in bits.values()]))
         c = Cand(expr, bits, score, int(sp.count_ops(expr)), history, exact)
-        self.seen[k] = c
+        self.seen[expr] = c
         return c
 
+    def cond_bits(self, dt, idx) -> np.ndarray:
+        """log2(1 + condition number) of the exact function at sample points ``idx`` of ``dt``.
+
+        kappa = sum_i |x_i * df/dx_i / f| (relative perturbation of the inputs),
+        estimated by high-precision relative perturbations of each input.
+        """
+        out = np.empty(len(idx))
+        fn = None
+        s = self.samples[dt]
+        for n, i in enumerate(idx):
+            key = (str(dt), int(i))
+            if key not in self._cond:
+                fn = fn or compile_mpmath(self.expr, self.vars)
+                self._cond[key] = _cond_bits(fn, s.X[i])
+            out[n] = self._cond[key]
+        return out
+
     def acceptable(self, c: Cand) -> bool:
-        """Never worse than the original by > 1 bit where the original was accurate (<= 1 bit)."""
+        """Never worse than the original where the original was accurate -- up to conditioning.
+
+        A candidate is rejected if, at some sample point where the original had
+        at most 1 bit of error, it has more than ``max(orig, 1) + 1`` bits *and*
+        the excess is larger than ``log2(1 + kappa)``, kappa being the condition
+        number of the exact function at that point.  Rationale: where the
+        problem itself is ill-conditioned (log-sum-exp near 0, exp(a - b) for
+        huge a, a function near a root) no backward-stable formula can promise
+        more than ``kappa`` ulps; the original being exact there is luck, and
+        refusing a candidate that is far better everywhere else for that would
+        keep NaN/inf in the output.  On top of the conditioning, a regression of
+        ``REGRESSION_SLACK`` (2) bits is tolerated at a few points (at most 1/16
+        of the sample): formulas with the same cancellation round differently,
+        and an original that happens to round luckily at one point (e.g. both
+        terms of ``sin(x)/x**2 - 2*(1 - cos(x))/x**3`` rounding favourably at
+        x = 0.99) must not block a candidate that removes NaN/inf elsewhere.
+        Regressions to NaN/inf (maximal error) are never excused unless the
+        conditioning is equally extreme.
+        """
         for dt, ob in self.orig.bits.items():
-            good = ob <= 1.0
-            if np.any(c.bits[dt][good] > np.maximum(ob[good], 1.0) + 1.0):
+            cb = c.bits[dt]
+            if len(cb) and cb.mean() > ob.mean() + 1e-9:  # never worse on average, in every dtype
+                return False
+            lim = np.maximum(ob, 1.0) + 1.0
+            bad = np.flatnonzero((ob <= 1.0) & (cb > lim))
+            if not len(bad):
+                continue
+            if len(bad) > max(2, len(ob) // 16):
+                return False
+            if np.any(cb[bad] > lim[bad] + REGRESSION_SLACK + self.cond_bits(dt, bad)):
                 return False
         return True
 
@@ -119,81 +231,104 @@ class Search:
     def children(self, c: Cand):
         out = []
         for path, node in list(positions(c.expr)):
-            for rule in RULES:
-                try:
-                    news = rule.apply(node)
-                except Exception:  # noqa: BLE001 - a rule that cannot handle a node just skips it
-                    continue
-                for new in news:
-                    e = replace_at(c.expr, path, new)
-                    out.append((e, c.history + ((rule.name, c.expr, e, None),), True))
-            if self.out_of_time():
-                break
+            for name, new in _rule_results(node):
+                e = replace_at(c.expr, path, new)
+                out.append((e, c.history + (Step(name, node, new, c.expr, e),), True))
         return out
 
-    def saturate(self, c: Cand, max_steps=6):
+    def saturate(self, c: Cand, max_steps=5):
         """Greedy chain: repeatedly take the best-scoring single rewrite, even if temporarily worse."""
         cur = c
+        visited = {c.expr} | {h.before for h in c.history}
         for _ in range(max_steps):
-            if self.out_of_time():
+            if self.out_of_budget():
                 break
-            scored = [self.score(e, h) for e, h, _ in self.children(cur)]
-            scored = [s for s in scored if s is not None and s.expr != cur.expr
-                      and all(s.expr != h[1] for h in cur.history)]
+            scored = []
+            for e, h, _ in self.children(cur):
+                if e in visited:
+                    continue
+                s = self.score(e, h)
+                if s is not None:
+                    scored.append(s)
+                if self.out_of_budget():
+                    break
             if not scored:
                 break
             cur = min(scored, key=Cand.key)
+            visited.add(cur.expr)
         return cur
 
-    def localized(self, c: Cand, top=2):
-        """Algebraic variants (and series) at the nodes with the largest local error, and at the root."""
-        out = []
+    def worst_nodes(self, c: Cand, top=2):
+        self.charge("localize")
         worst = {}
         for dt, s in self.samples.items():
             for err, node in local_errors(c.expr, self.vars, s, c.bits[dt], n_points=12):
                 worst[node] = worst.get(node, 0.0) + err
-        nodes = sorted(worst, key=lambda n: (-worst[n], str(n)))[:top]
+        return sorted(worst, key=lambda n: (-worst[n], sp.default_sort_key(n)))[:top]
+
+    def _at(self, c, node):
+        return next(p for p, n in positions(c.expr) if n == node)
+
+    def localized(self, c: Cand, top=2):
+        """Algebraic variants at the nodes with the largest local error, and at the root."""
+        out = []
+        nodes = self.worst_nodes(c, top)
         nodes += [c.expr] if c.expr not in nodes else []
         for node in nodes:
-            if self.out_of_time():
+            if self.out_of_budget():
                 break
-            path = next(p for p, n in positions(c.expr) if n == node)
+            self.charge("algebraic")
+            path = self._at(c, node)
             for name, new in algebraic_variants(node):
                 e = replace_at(c.expr, path, new)
-                out.append((e, c.history + ((name, c.expr, e, None),), True))
-            if c.score < 0.05 or node in self.series_done or not self.vars:
-                continue
-            self.series_done.add(node)
-            for name, new in series_variants(node):
-                e = replace_at(c.expr, path, new)
-                out.append((e, c.history + ((name, c.expr, e, None),), False))
+                out.append((e, c.history + (Step(name, node, new, c.expr, e),), True))
         return out
 
+    def series(self, c: Cand, done: set):
+        """Series approximations of ``c`` (at its root: SymPy series are expensive)."""
+        for node in [c.expr]:
+            if node in done or self.out_of_budget():
+                continue
+            done.add(node)
+            path = self._at(c, node)
+            news = series_variants(node)
+            self.charge("series", len(news) + 1)
+            for name, new in news:
+                e = replace_at(c.expr, path, new)
+                self.score(e, c.history + (Step(name, node, new, c.expr, e),), False)
+
     # -- main loop ----------------------------------------------------------
+    def best_exact(self):
+        return min((c for c in self.seen.values() if c is not None and c.exact), key=Cand.key)
+
     def run(self) -> Cand:
         frontier, expanded = [self.orig], set()
-        self.series_done = set()
-        best = self.orig.key()
+        best = self.orig.score
         for _ in range(self.rounds):
             for i, c in enumerate(frontier):
-                expanded.add(str(c.expr))
+                if self.out_of_budget():
+                    break
+                expanded.add(c.expr)
                 kids = self.children(c)
-                if i == 0 and not self.out_of_time():
+                if i == 0:
                     kids += self.localized(c)
                 for e, h, exact in kids:
                     self.score(e, h, exact)
-                if i == 0 and not self.out_of_time():
+                    if self.out_of_budget():
+                        break
+                if i == 0:
                     self.saturate(c)
-                if self.out_of_time():
-                    break
-            pool = self.pool()
-            exact = [c for c in pool if c.exact]
-            if self.out_of_time() or (exact and exact[0].key() == best and exact[0].score < 0.05):
+            new_best = self.best_exact().score
+            if self.out_of_budget() or new_best < 0.05 or new_best > best - IMPROVE_EPS:
                 break
-            best = exact[0].key() if exact else best
-            frontier = [c for c in pool if str(c.expr) not in expanded][:self.beam]
+            best = new_best
+            frontier = [c for c in self.pool() if c.exact and c.expr not in expanded][:self.beam]
             if not frontier:
                 break
+        if self.vars and self.best_exact().score > SERIES_ABOVE and not self.out_of_budget():
+            done: set = set()
+            for c in [self.best_exact(), self.orig]:
+                self.series(c, done)
         return self.choose()
 
     def pool(self):
@@ -204,26 +339,66 @@ class Search:
     def choose(self) -> Cand:
         pool = self.pool()
         exact = [c for c in pool if c.exact]
-        ok = [c for c in exact if self.acceptable(c)]
-        best_exact = [c for c in ok if c.score <= ok[0].score + 1e-9] if ok else [self.orig]
+        ok = [c for c in exact if c.score <= self.orig.score + 1e-9 and self.acceptable(c)]
+        if ok:  # ties (within TIE bits of the best mean) go to the cheaper form
+            tied = [c for c in ok if c.score <= ok[0].score + TIE]
+            first = min(tied, key=lambda c: (c.cost, c.key()))
+            ok = [first] + [c for c in ok if c is not first]
+        best_exact = ok[0] if ok else self.orig
+        final = list(ok)
         # regimes over a few of the best candidates (series included)
-        picks, seen = [], set()
-        for c in [self.orig] + exact[:4] + [c for c in pool if not c.exact][:3]:
-            if str(c.expr) not in seen:
-                seen.add(str(c.expr))
-                picks.append(c)
-        final = sorted(ok, key=Cand.key)
-        if len(picks) > 1 and (best_exact[0].score > 0.05 or not ok):
-            split = best_split([(c.expr, c.bits) for c in picks], self.samples, self.vars, self.expr)
-            if split is not None:
-                pw, cond, _ = split
-                base = best_exact[0]
-                rc = self.score(pw, base.history + (("regime_split", base.expr, pw, cond),))
-                if rc is not None and self.acceptable(rc) and rc.score < base.score - 1e-9:
-                    final = [rc] + final
+        if best_exact.score > 0.05 and not (self.timed_out and self.exhausted):
+            picks, seen = [], set()
+            for c in [self.orig, best_exact] + exact[:4] + [c for c in pool if not c.exact][:3]:
+                if c.expr not in seen:
+                    seen.add(c.expr)
+                    picks.append(c)
+            if len(picks) > 1:
+                self.charge("regime")
+                split = best_split([(c.expr, c.bits) for c in picks], self.samples, self.vars, self.expr)
+                if split is not None:
+                    pw, cond, _ = split
+                    rc = self.score(pw, best_exact.history + (
+                        Step("regime_split", best_exact.expr, pw, best_exact.expr, pw, cond),))
+                    if rc is not None and rc.score < best_exact.score - 1e-9 and self.acceptable(rc):
+                        final = [rc] + final
         for c in final:
-            if c.score > self.orig.score + 1e-9:
-                break
-            if c is self.orig or equivalent(self.expr, c.expr, self.vars, self.domain):
+            if c is self.orig:
+                return c
+            self.charge("verify")
+            if equivalent(self.expr, c.expr, self.vars, self.domain):
                 return c
         return self.orig
+
+
+def _tree_size(expr, limit: int) -> int:
+    """Number of tree nodes of ``expr``, counting stops at ``limit``."""
+    n = 0
+    for _ in sp.preorder_traversal(expr):
+        n += 1
+        if n >= limit:
+            break
+    return n
+
+
+def _cond_bits(fn, row) -> float:
+    """log2(1 + sum_i |x_i f_i / f|) at one point, by relative perturbations of 2**-80 at 320 bits."""
+    args = [mpmath.mpf(float(v)) for v in row]
+    with mpmath.workprec(320):
+        f0 = fn(args)
+        if type(f0) is not mpmath.mpf or not mpmath.isfinite(f0):
+            return 0.0
+        if not f0:
+            return 64.0
+        h = mpmath.ldexp(1, -80)
+        k = mpmath.mpf(0)
+        for j in range(len(args)):
+            if not args[j]:
+                continue
+            a2 = list(args)
+            a2[j] = args[j] * (1 + h)
+            f1 = fn(a2)
+            if type(f1) is not mpmath.mpf or not mpmath.isfinite(f1):
+                return 64.0
+            k += abs(f1 - f0) / (h * abs(f0))
+    return float(min(mpmath.log(1 + k, 2), 64))

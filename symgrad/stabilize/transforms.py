@@ -38,24 +38,58 @@ def algebraic_variants(node: sp.Expr) -> list[tuple[str, sp.Expr]]:
     return out
 
 
-def series_variants(node: sp.Expr, orders=(2, 4)) -> list[tuple[str, sp.Expr]]:
-    """Truncated series of a univariate ``node`` around 0 and infinity."""
+def series_variants(node: sp.Expr, orders=(2, 4, 6)) -> list[tuple[str, sp.Expr]]:
+    """Truncated series of a univariate ``node`` around 0 (several orders) and infinity.
+
+    The expansion at 0 is computed once at the highest order and truncated to
+    the lower ones (keeping the terms whose exponent is below ``lead + n``);
+    the expansion at infinity (expensive in SymPy) is computed once at order 3.
+    Results are cached per node.
+    """
+    key = (node, tuple(orders))
+    if key in _SERIES:
+        return list(_SERIES[key])
+    out = _series_variants(node, orders)
+    if len(_SERIES) > 5000:
+        _SERIES.clear()
+    _SERIES[key] = tuple(out)
+    return out
+
+
+_SERIES: dict = {}
+
+
+def _series_variants(node, orders):
     syms = sorted(node.free_symbols, key=str)
     if len(syms) != 1 or sp.count_ops(node) > 25 or node.has(sp.Piecewise, sp.Max, sp.Min, sp.Abs, sp.sign):
         return []
     v = syms[0]
     base = node.rewrite(sp.exp) if any(node.has(f) for f in _custom()) else node
     out = []
-    for point, tag in ((0, "series_at_0"), (sp.oo, "series_at_inf")):
-        for n in orders:
-            try:
-                s = sp.series(base, v, point, n=n).removeO()
-            except Exception:  # noqa: BLE001 - no expansion exists
-                continue
-            s = sp.expand(s)
-            if s.free_symbols and _ok(s) and s != node and not s.has(sp.log(v)):
-                out.append((f"{tag}_n{n}", s))
-    return out
+    try:
+        s0 = sp.expand(sp.series(base, v, 0, n=max(orders)).removeO())
+    except Exception:  # noqa: BLE001 - no expansion exists
+        s0 = None
+    if s0 is not None and s0.free_symbols and _ok(s0):
+        terms = sp.Add.make_args(s0)
+        exps = [t.as_coeff_exponent(v)[1] for t in terms]
+        if all(e.is_Number for e in exps):
+            lead = min(exps)
+            seen = set()
+            for n in orders:
+                t = sp.Add(*[term for term, e in zip(terms, exps) if e < lead + n])
+                if t not in seen and t.free_symbols:
+                    seen.add(t)
+                    out.append((f"series_at_0_n{n}", t))
+        else:
+            out.append((f"series_at_0_n{max(orders)}", s0))
+    try:
+        si = sp.expand(sp.series(base, v, sp.oo, n=3).removeO())
+        if si.free_symbols and _ok(si):
+            out.append(("series_at_inf_n3", si))
+    except Exception:  # noqa: BLE001 - no expansion exists
+        pass
+    return [(name, s) for name, s in out if s != node and not s.has(sp.log(v))]
 
 
 def _custom():
