@@ -1,0 +1,24 @@
+"""Shared test configuration.
+
+Every test session gets its own symgrad cache directory, set before symgrad
+compiles anything, so results never depend on (or pollute) the user's
+``~/.cache/symgrad``.  Subprocess tests inherit it through ``os.environ``.
+"""
+import os
+import tempfile
+
+os.environ["SYMGRAD_CACHE_DIR"] = tempfile.mkdtemp(prefix="symgrad-test-cache-")
+
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+
+
+@pytest.fixture
+def rng():
+    """A fresh, fixed-seed generator for each test."""
+    return np.random.default_rng(20240521)
+
+
+@pytest.fixture(scope="session")
+def cache_dir():
+    return os.environ["SYMGRAD_CACHE_DIR"]
