@@ -7,6 +7,8 @@ arguments on scalar cores take a fast path straight into the compiled core.
 """
 from __future__ import annotations
 
+import functools
+import inspect
 from dataclasses import dataclass
 from typing import Callable
 
@@ -18,7 +20,6 @@ from ..errors import SignatureError, format_error
 from ..trace.pytree import TreeDef, tree_flatten, tree_unflatten
 from ..trace.signature import parse_signature
 from ..trace.trace import TracedProgram, trace_program
-from ..runtime.gufunc import NotAnArrayError
 from ..trace.tracer import Tracer
 from .build import build_kernel
 from .stabilize_pass import budget_of, stabilize_kernel
@@ -60,8 +61,22 @@ class Entry:
     identity: bool
 
 
-class Compiled:
-    """A compiled transformation of a user function (see :func:`symgrad.jit` etc.)."""
+class Compiled(functools.partial):
+    """A compiled transformation of a user function (see :func:`symgrad.jit` etc.).
+
+    Calling it traces and compiles on the first call for each argument structure
+    and core shapes (:meth:`_call`).  Once a call has shown that the generated
+    module's entry point can serve calls directly (scalar cores, plain
+    positional arguments, results needing no restructuring), the object
+    *becomes* that entry point: it subclasses :class:`functools.partial` and its
+    target function is swapped, so a call costs no extra Python frame.  The
+    entry point sends anything that is not a plain number or array (pytrees,
+    tracers of an enclosing transformation) back to :meth:`_call` through its
+    spec's ``fallback``.
+    """
+
+    def __new__(cls, fn, *args, **kwargs):
+        return super().__new__(cls, _unset)
 
     def __init__(self, fn, kind: str, signature=None, argnums=0, stabilize=True, parallel=False):
         if not callable(fn):
@@ -71,18 +86,19 @@ class Compiled:
         self.signature = parse_signature(signature, self.name)
         self.stabilize, self.parallel = stabilize, parallel
         self._entries: dict = {}
-        self._fast = None
-        self._nfast = -1
         self.__doc__ = f"symgrad.{kind} of {self.name}"
+        call = self._call
+        self._route(lambda *args: call(args))
 
-    def __call__(self, *args):
-        fast = self._fast
-        if fast is not None and len(args) == self._nfast:
-            try:  # plain numbers and arrays; pytrees and tracers come back as NotAnArrayError
-                return fast(*args)
-            except NotAnArrayError:
-                pass
-        return self._call(args)
+    def _route(self, target) -> None:
+        """Make calls go to ``target`` (the general path, or a module's entry point)."""
+        self.__setstate__((target, (), {}, self.__dict__))
+
+    def __repr__(self) -> str:
+        return f"<symgrad.{self.kind} of {self.name}>"
+
+    def __reduce__(self):
+        raise TypeError("symgrad compiled functions cannot be pickled; pickle the Python function instead")
 
     def _call(self, args):
         leaves, in_tree = tree_flatten(args)
@@ -106,8 +122,11 @@ class Compiled:
         if entry is None:
             entry = self._entries[key] = self._build(args, in_tree, cores)
             if (self.signature is None and entry.identity and in_tree.kind == "tuple"
-                    and all(c.kind == "leaf" for c in in_tree.children)):
-                self._fast, self._nfast = entry.fn, len(leaves)
+                    and all(c.kind == "leaf" for c in in_tree.children)
+                    and _fixed_arity(self.fn) == len(leaves) and not _has_tracer(leaves)):
+                spec = entry.fn.__globals__[f"_{entry.fn.__name__.upper()}_SPEC"]
+                spec.fallback = self._call
+                self._route(entry.fn)
         return entry
 
     def _build(self, args, in_tree, cores) -> Entry:
@@ -119,7 +138,8 @@ class Compiled:
             wrt = list(range(len(program.inputs)))
         else:
             wrt = [leaf for a in nums for leaf in ranges[a]]
-        key = cache_key(program.fingerprint(), program.arg_names, self.kind, wrt, self.stabilize, self.parallel)
+        key = cache_key(program.fingerprint(), program.arg_names, self.kind, wrt, single, self.stabilize,
+                        self.parallel)
         kname = f"{program.name}_{self.kind}"
         module = cached_module(kname, key)
         if module is None:
@@ -149,6 +169,26 @@ class Compiled:
             return fh.read()
 
 
+
+
+def _unset(*args):  # replaced in Compiled.__init__
+    raise RuntimeError("symgrad internal error: Compiled called before initialisation")
+
+
+def _fixed_arity(fn) -> int:
+    """Number of positional parameters if ``fn`` takes exactly that many (no defaults, no *args)."""
+    try:
+        params = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        return -1
+    if any(p.kind not in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) or p.default is not p.empty
+           for p in params):
+        return -1
+    return len(params)
+
+
+def _has_tracer(leaves) -> bool:
+    return any(isinstance(leaf, Tracer) for leaf in leaves)
 
 
 def _header(p: TracedProgram, kind: str) -> list[str]:

@@ -22,9 +22,7 @@ else:  # in a standalone generated module: never import symgrad (or SymPy)
 PARALLEL_MIN_BATCH = 1 << 16
 
 
-class NotAnArrayError(TypeError):
-    """An argument is a container or symbolic value, not an array; the caller may retry it
-    through its general path (pytrees, tracing)."""
+_PLAIN = (np.ndarray, np.generic, float, int)
 
 
 @dataclass
@@ -38,6 +36,7 @@ class GufuncSpec:
     parallel_kernels: dict = field(default_factory=dict)
     consts: tuple = ()
     cores: dict = field(default_factory=dict)  # dtype -> core function, when every core is a scalar
+    fallback: object = None  # called with the args tuple when one is not a plain number or array
     _consts_by_dtype: dict = field(default_factory=dict)
 
     def consts_for(self, dtype: str) -> tuple:
@@ -49,18 +48,15 @@ class GufuncSpec:
 
 
 def _as_float_array(name: str, k: int, value):
-    if not isinstance(value, (np.ndarray, np.generic, float, int)):
-        if isinstance(value, (tuple, list, dict)) or hasattr(value, "__array_function__"):
-            raise NotAnArrayError(f"{name}: argument {k} is a {type(value).__name__}, not an array")
     arr = np.asarray(value)
     kind = arr.dtype.kind
     if kind == "f":
         if arr.dtype not in (np.float32, np.float64):
             raise DTypeError(f"{name}: argument {k} has dtype {arr.dtype}; compiled kernels exist for float32 "
                              f"and float64.\n  Do instead: pass x.astype(np.float64).")
-        return arr, isinstance(value, float)
+        return arr, type(value) is float  # Python numbers are weakly typed (NEP 50); numpy scalars are not
     if kind in "iub":
-        return arr.astype(np.float64), isinstance(value, (int, bool))
+        return arr.astype(np.float64), type(value) in (int, bool)
     if kind == "c":
         raise DTypeError(f"{name}: argument {k} is complex ({arr.dtype}); symgrad compiles real-valued functions "
                          f"only.\n  Do instead: split the computation into real and imaginary parts.")
@@ -74,6 +70,10 @@ def gufunc_call(spec: GufuncSpec, args: tuple, parallel: bool = False):
     Returns one array (or NumPy scalar when there are no batch dimensions) per
     output: a single value for one output, else a tuple.
     """
+    if spec.fallback is not None:  # pytrees and traced values go back to the caller's general path
+        for a in args:
+            if not isinstance(a, _PLAIN):
+                return spec.fallback(args)
     arrays, weak = [], []
     for k, a in enumerate(args):
         arr, is_weak = _as_float_array(spec.name, k, a)
