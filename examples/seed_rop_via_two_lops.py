@@ -42,3 +42,15 @@ with sg.GradientTape() as outer:
 rop_tape = outer.gradient(g, ws, output_gradients=v)  # J v
 print("with GradientTape       =", rop_tape)
 np.testing.assert_allclose(rop_tape.numpy(), jvp, rtol=1e-13)
+
+# Both programs, as symgrad generates them (float64 cores): the JVP by transposing twice
+# and the JVP by forward mode. The first still mentions the dummy w; its value does not matter.
+def core(source: str) -> str:
+    start = source.index("@numba.njit")
+    return source[start:source.index("\n\n\n", start)]
+
+
+print("\nJVP as the VJP of a VJP (symgrad.trace(lop, ...).source('vjp')):")
+print(core(sg.trace(lop, x, W, b, w, signature="(n),(m,n),(m),(m)->(n)").source("vjp", stabilize=False)))
+print("\nJVP by forward mode (symgrad.trace(layer, ...).source('jvp')):")
+print(core(sg.trace(layer, x, W, b, signature="(n),(m,n),(m)->(m)").source("jvp", stabilize=False)))

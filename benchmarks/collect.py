@@ -1,0 +1,41 @@
+"""Assemble BENCHMARKS.md from the per-suite results in benchmarks/results/.
+
+Each suite writes its own markdown (with machine, date and command):
+    python benchmarks/bench_core.py         -> results/core.md
+    python benchmarks/bench_stability.py    -> results/stability.md
+    python benchmarks/bench_aot.py          -> results/aot.md
+then:
+    python benchmarks/collect.py            -> BENCHMARKS.md
+"""
+from __future__ import annotations
+
+import datetime
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+SUITES = [("core.md", "Core: throughput, call latency, build time, disk cache (issue 2)"),
+          ("stability.md", "Numerical stabilisation: bits of error, naive vs stabilised (issue 4)"),
+          ("aot.md", "Ahead-of-time modules: first-call time (issue 5)")]
+
+
+def main() -> None:
+    parts = ["# symgrad benchmarks", "",
+             f"Assembled {datetime.date.today().isoformat()} by `python benchmarks/collect.py` from "
+             "`benchmarks/results/*.md`. Each section states its machine, date and command. The machine "
+             "is shared and noisy, so compare the ratios measured within one run (medians of repeats), "
+             "not absolute times across sections.", ""]
+    for name, title in SUITES:
+        path = HERE / "results" / name
+        if not path.exists():
+            parts += [f"## {title}", "", f"_not run yet: `{name}` is missing_", ""]
+            continue
+        body = path.read_text().strip().splitlines()
+        if body and body[0].startswith("# "):
+            body = body[1:]
+        parts += [f"## {title}", ""] + ["#" + line if line.startswith("#") else line for line in body] + [""]
+    (HERE.parent / "BENCHMARKS.md").write_text("\n".join(parts) + "\n")
+    print(f"wrote {HERE.parent / 'BENCHMARKS.md'}")
+
+
+if __name__ == "__main__":
+    main()
