@@ -176,14 +176,8 @@ class GradientTape(Recorder):
         groups = [self._source_nodes(s) for s in s_leaves]
         wrt = sorted({n for grp in groups if grp for n in grp})
         bars = dict(zip(wrt, vjp_nodes(g, outs, cts, wrt))) if wrt else {}
-        results = []
-        for leaf, grp in zip(s_leaves, groups):
-            total = None
-            for n in grp or ():
-                b = bars.get(n)
-                if b is not None:
-                    total = b if total is None else g.apply("add", total, b)
-            results.append(self._result(total, np.shape(leaf), _dtype_of(leaf), unconnected))
+        results = [self._result(_sum_blocks(g, grp, bars), np.shape(leaf), _dtype_of(leaf), unconnected)
+                   for leaf, grp in zip(s_leaves, groups)]
         return tree_unflatten(s_tree, results)
 
     def jacobian(self, target, sources, unconnected_gradients="none"):
@@ -211,14 +205,8 @@ class GradientTape(Recorder):
             except NotImplementedError:  # reverse-mode Jacobian through some custom rules
                 rows = jacobian_nodes(g, live, [out], mode="fwd")
             blocks = dict(zip(live, rows[0]))
-        results = []
-        for leaf, grp in zip(s_leaves, groups):
-            total = None
-            for n in grp or ():
-                b = blocks.get(n)
-                if b is not None:
-                    total = b if total is None else g.apply("add", total, b)
-            results.append(self._result(total, g.shape(out) + np.shape(leaf), _dtype_of(leaf), unconnected))
+        results = [self._result(_sum_blocks(g, grp, blocks), g.shape(out) + np.shape(leaf), _dtype_of(leaf),
+                                unconnected) for leaf, grp in zip(s_leaves, groups)]
         return tree_unflatten(s_tree, results)
 
 
@@ -229,3 +217,13 @@ def _dtype_of(leaf):
         return leaf.dtype
     except (AttributeError, TraceError):
         return np.float64
+
+
+def _sum_blocks(g, nodes, blocks: dict):
+    """Sum of ``blocks[n]`` over the graph nodes ``n`` that stand for one source (None if none)."""
+    total = None
+    for n in nodes or ():
+        b = blocks.get(n)
+        if b is not None:
+            total = b if total is None else g.apply("add", total, b)
+    return total

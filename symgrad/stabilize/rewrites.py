@@ -22,7 +22,7 @@ import sympy as sp
 
 from symgrad.ir.sympy_funcs import expm1, hypot, log1p
 from .rules_exp import EXP_RULES
-from .rules_util import Rewrite, coeff_and_rest, x, y
+from .rules_util import Rewrite, coeff_and_rest, constant_minus, x, y
 
 __all__ = ["Rewrite", "RULES", "x", "y"]
 
@@ -106,17 +106,8 @@ def _complement_fraction(node):
 
 
 def _one_minus_cos(node):
-    if not node.is_Add:
-        return []
-    k, rest = node.as_coeff_Add()
-    out = []
-    for t in rest.args if rest.is_Add else (rest,):
-        c, r = coeff_and_rest(t)
-        if c == -k and r.func is sp.cos:
-            out.append(node - t - k + 2 * k * sp.sin(r.args[0] / 2) ** 2)
-        if c == -k and r.func is sp.cosh:
-            out.append(node - t - k - 2 * k * sp.sinh(r.args[0] / 2) ** 2)
-    return out
+    return constant_minus(node, {sp.cos: lambda k, u: 2 * k * sp.sin(u / 2) ** 2,
+                                 sp.cosh: lambda k, u: -2 * k * sp.sinh(u / 2) ** 2})
 
 
 def _log_diff(node):

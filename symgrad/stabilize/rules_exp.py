@@ -17,7 +17,7 @@ import sympy as sp
 
 from symgrad.ir.sympy_funcs import expm1, logaddexp, sigmoid, softplus
 from symgrad.ir.sympy_funcs import log1p as sf_log1p
-from .rules_util import Rewrite, coeff_and_rest, exp_terms, x, y
+from .rules_util import Rewrite, coeff_and_rest, constant_minus, exp_terms, x, y
 
 __all__ = ["EXP_RULES", "lse"]
 
@@ -96,15 +96,7 @@ def _ratio(node):
 
 
 def _complement(node):
-    if not node.is_Add:
-        return []
-    k, rest = node.as_coeff_Add()
-    out = []
-    for t in rest.args if rest.is_Add else (rest,):
-        c, r = coeff_and_rest(t)
-        if k != 0 and c == -k and r.func is sigmoid:
-            out.append(node - t - k + k * sigmoid(-r.args[0]))
-    return out
+    return constant_minus(node, {sigmoid: lambda k, u: k * sigmoid(-u)})
 
 
 def _exp_sigmoid(node):

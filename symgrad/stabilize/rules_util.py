@@ -57,3 +57,20 @@ def exp_terms(s: sp.Expr):
         else:
             return None
     return ws if n_exp >= 1 and len(ws) >= 2 else None
+
+
+def constant_minus(node: sp.Expr, replacements: dict) -> list:
+    """Rewrites of ``k - k*f(u) + rest``: ``replacements[f](k, u)`` stands for ``k - k*f(u)``.
+
+    Shared by the rules that remove the cancellation in ``1 - cos(u)``, ``1 - cosh(u)``
+    and ``1 - sigmoid(u)``.
+    """
+    if not node.is_Add:
+        return []
+    k, rest = node.as_coeff_Add()
+    out = []
+    for t in rest.args if rest.is_Add else (rest,):
+        c, r = coeff_and_rest(t)
+        if k != 0 and c == -k and r.func in replacements:
+            out.append(node - t - k + replacements[r.func](k, r.args[0]))
+    return out
