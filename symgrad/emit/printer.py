@@ -23,7 +23,7 @@ from .names import TempNamer, float_literal
 
 ATOM = 100
 _INLINE_MAX_CHARS = 100
-_STATEMENT_OPS = {"contract", "scatter", "eye", "transpose"}  # emit several lines; args must be names
+_STATEMENT_OPS = {"contract", "scatter", "eye", "transpose", "sum"}  # emit lines; args must be names
 
 
 @dataclass
@@ -149,7 +149,9 @@ class _Body:
             items = [_wrap(self.render(a, None), ATOM) for a in node.args]
             body = op.emit(self.ctx, node, items)
             if is_output_array and node.op == "contract":  # write straight into the output array
-                body = [line for line in body if not line.startswith("{out} = np.empty(")]
+                body = [line if not line.startswith("{out} = np.zeros(") else
+                        f"{target}[...] = {self.ctx.literal(0.0)}"  # outer-product form accumulates
+                        for line in body if not line.startswith("{out} = np.empty(")]
             elif is_output_array:
                 tmp = f"{target}_value"
                 self.lines += [line.replace("{out}", tmp) for line in body]

@@ -96,14 +96,20 @@ def _vjp_sum(g, node, ct, nb):
 
 
 def _emit_sum(ctx, node, a):
+    """Loops over the summand in memory order, accumulating into the result (a scalar or array)."""
     axes = node.params[0]
-    ndim = len(ctx.graph.shape(node.args[0]))
-    if len(axes) == ndim:
-        return f"np.sum({a[0]})"
-    expr = a[0]
-    for ax in sorted(axes, reverse=True):
-        expr = f"np.sum({expr}, axis={ax})"
-    return expr
+    shape = ctx.graph.shape(node.args[0])
+    idx = [f"_i{k}" for k in range(len(shape))]
+    kept = [v for k, v in enumerate(idx) if k not in axes]
+    target = f"{{out}}[{', '.join(kept)}]" if kept else "{out}"
+    lines = [f"{{out}} = np.zeros({node.shape!r}, dtype={_dtype(ctx)})" if kept else
+             f"{{out}} = {ctx.literal(0.0)}"]
+    pad = ""
+    for k, n in enumerate(shape):
+        lines.append(f"{pad}for _i{k} in range({n}):")
+        pad += "    "
+    lines.append(f"{pad}{target} += {a[0]}[{', '.join(idx)}]")
+    return lines
 
 
 register(OpDef(
@@ -307,16 +313,39 @@ def _vjp_contract(g, node, ct, nb):
 
 
 def _emit_contract(ctx, node, names):
+    """Loops for a contraction, ordered for memory locality.
+
+    The innermost loop runs over the last (contiguous) axis of the larger operand.  If that
+    index is summed, each output element accumulates in a scalar (dot-product form); if it is
+    an output index, the output is zeroed and accumulated in place (outer-product form), so
+    e.g. ``"nh,ni->hi"`` streams along rows instead of striding down columns.
+    """
     a, b, out = parse_spec(node.params[0])
-    sizes = dict(zip(a, ctx.graph.shape(node.args[0])))
-    sizes.update(zip(b, ctx.graph.shape(node.args[1])))
+    shape_a, shape_b = ctx.graph.shape(node.args[0]), ctx.graph.shape(node.args[1])
+    sizes = dict(zip(a, shape_a))
+    sizes.update(zip(b, shape_b))
     summed = [ch for ch in dict.fromkeys(a + b) if ch not in out]
     var = {ch: f"_{ch.lower()}{'b' if ch == BATCH else ''}" for ch in sizes}
+    big = b if int(np.prod(shape_b)) >= int(np.prod(shape_a)) and b else a
+    inner = big[-1] if big else None
 
     def ref(name, letters):
         return f"{name}[{', '.join(var[ch] for ch in letters)}]" if letters else name
 
-    lines, indent = [], ""
+    product = f"{ref(names[0], a)} * {ref(names[1], b)}"
+    lines = []
+    if out and summed and inner in out:  # outer-product form: accumulate into the output
+        lines.append(f"{{out}} = np.zeros({tuple(sizes[ch] for ch in out)!r}, dtype={_dtype(ctx)})")
+        order = [ch for ch in summed + list(out) if ch != inner] + [inner]
+        pad = ""
+        for ch in order:
+            lines.append(f"{pad}for {var[ch]} in range({sizes[ch]}):")
+            pad += "    "
+        lines.append(f"{pad}{ref('{out}', out)} += {product}")
+        return lines
+    if inner in summed:  # dot-product form with the contiguous summed index innermost
+        summed = [ch for ch in summed if ch != inner] + [inner]
+    indent = ""
     if out:
         lines.append(f"{{out}} = np.empty({tuple(sizes[ch] for ch in out)!r}, dtype={_dtype(ctx)})")
     for ch in out:
@@ -326,7 +355,7 @@ def _emit_contract(ctx, node, names):
     for ch in summed:
         lines.append(f"{indent}for {var[ch]} in range({sizes[ch]}):")
         indent += "    "
-    lines.append(f"{indent}_acc += {ref(names[0], a)} * {ref(names[1], b)}")
+    lines.append(f"{indent}_acc += {product}")
     indent = "    " * len(out)
     lines.append(f"{indent}{ref('{out}', out) if out else '{out}'} = _acc")
     return lines
