@@ -144,12 +144,12 @@ def main() -> None:
                   f"numpy import {median(warm, 'numpy') * 1e3:.0f} ms of it, numba import inside the module import.", "",
               "Notes (profiled with cProfile / -X importtime on this machine):", "",
               "- The warm `.py` module misses the 0.3 s target because of Numba itself: `import numba` takes "
-              "0.4-0.7 s, and the first load of any cached kernel initialises Numba's CPU target "
+              "0.2-0.7 s, and the first load of any cached kernel initialises Numba's CPU target "
               "(`BaseContext.refresh`, which imports `numba.np.arraymath` and, for its BLAS check, "
-              "`scipy.linalg`: about 0.4 s with SciPy installed).  In these modules the load happens at import, "
-              "because the stable helpers (`_sigmoid`, `_softplus` in `symgrad/emit/prelude.py`) are eager "
-              "`@numba.vectorize([...], cache=True)` ufuncs; with lazy `njit` helpers it would move to the first "
-              "call, not go away.  The JIT path pays the same plus SymPy/symgrad imports and tracing.",
+              "`scipy.linalg`: about 0.3 s with SciPy installed).  The generated kernels and helpers are lazy "
+              "`njit` functions, so this cost sits in the first call; it cannot be removed without leaving "
+              "Numba at run time, which is what `--shared` does.  The JIT path pays the same plus SymPy/symgrad "
+              "imports and tracing.",
               "- The `--shared` module (numba.pycc) avoids Numba at run time: its import is a few ms; what remains "
               "is the numpy import and interpreter start-up.",
               "- The machine was shared with other jobs while measuring (2 CPUs); absolute numbers are noisy, "

@@ -4,6 +4,7 @@ Each suite writes its own markdown (with machine, date and command):
     python benchmarks/bench_core.py         -> results/core.md
     python benchmarks/bench_stability.py    -> results/stability.md
     python benchmarks/bench_aot.py          -> results/aot.md
+    python benchmarks/bench_mlp_batch.py    -> results/mlp_batch.md
 then:
     python benchmarks/collect.py            -> BENCHMARKS.md
 """
@@ -14,6 +15,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 SUITES = [("core.md", "Core: throughput, call latency, build time, disk cache (issue 2)"),
+          ("mlp_batch.md", "MLP loss over a minibatch: gradient vs forward (issue 2)"),
           ("stability.md", "Numerical stabilisation: bits of error, naive vs stabilised (issue 4)"),
           ("aot.md", "Ahead-of-time modules: first-call time (issue 5)")]
 
