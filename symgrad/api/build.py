@@ -20,6 +20,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from ..emit.module import KernelDef
 from ..emit.printer import KernelIO
 from ..errors import SignatureError, format_error
@@ -108,11 +110,9 @@ def build_kernel(p: TracedProgram, kind: str, wrt: list[int], parallel: bool = F
         doc = f"Hessian-vector product of {p.name} w.r.t. ({', '.join(xnames)})"
     else:
         raise ValueError(f"unknown transformation {kind!r}; expected one of {KINDS}")
-    outs = [KernelIO(o.name, o.node if o.node is not None else o.node, o.shape) for o in outs]
     return BuiltKernel(KernelDef(f"{p.name}_{kind}", doc, ins, outs, parallel=parallel), list(wrt))
 
 
 def _zero(g, nid, like):
-    import numpy as np
-
+    """``nid``, or a zero constant shaped like node ``like`` when the derivative is identically zero."""
     return g.const(np.zeros(g.shape(like))) if nid is None else nid

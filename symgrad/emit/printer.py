@@ -199,12 +199,10 @@ class _Body:
         for k, n in enumerate(shape):
             self.lines.append(f"{pad}for _i{k} in range({n}):")
             pad += "    "
-        op = REGISTRY[node.op]
         items = [self.render(a, shape) for a in node.args]
         text, _ = self._elementwise(node, items, scalar=True)
         idx = ", ".join(f"_i{k}" for k in range(len(shape)))
         self.lines.append(f"{pad}{target}[{idx}] = {text}")
-        del op
 
 
 def print_body(g: Graph, args: list[KernelIO], outputs: list[KernelIO], dtype: str,
@@ -238,10 +236,7 @@ def print_body(g: Graph, args: list[KernelIO], outputs: list[KernelIO], dtype: s
             o = first_out[nid]
             if o.shape == () or (uses.get(nid, 0) == 0 and o.node not in body.names):
                 body.assign(nid, o.name, is_output_array=o.shape != ())
-                if o.shape == ():
-                    body.names[nid] = o.name
-                else:
-                    body.names[nid] = o.name
+                body.names[nid] = o.name
                 continue
         if _can_inline(g, nid, op, uses, consumer, comments):
             continue
