@@ -20,6 +20,7 @@ from ..errors import SignatureError, format_error
 from ..trace.pytree import TreeDef, tree_flatten, tree_unflatten
 from ..trace.signature import parse_signature
 from ..trace.trace import TracedProgram, trace_program
+from ..runtime.gufunc import PLAIN_TYPES
 from ..trace.tracer import Tracer
 from .build import build_kernel
 from .stabilize_pass import budget_of, stabilize_kernel
@@ -107,6 +108,9 @@ class Compiled(functools.partial):
 
             return call_traced(self, args)
         entry = self.entry_for(args, leaves, in_tree)
+        # leaves that are neither plain nor tracers (array-likes) are converted here, so the entry
+        # point's fallback to this method cannot recur
+        leaves = [leaf if isinstance(leaf, PLAIN_TYPES) else np.asarray(leaf) for leaf in leaves]
         return entry.assemble(entry.fn(*leaves))
 
     def entry_for(self, args, leaves=None, in_tree=None) -> Entry:

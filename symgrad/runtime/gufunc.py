@@ -22,7 +22,15 @@ else:  # in a standalone generated module: never import symgrad (or SymPy)
 PARALLEL_MIN_BATCH = 1 << 16
 
 
-_PLAIN = (np.ndarray, np.generic, float, int)
+PLAIN_TYPES = (np.ndarray, np.generic, float, int)
+_CONTAINERS = (tuple, list, dict)
+
+
+def _needs_general_path(value) -> bool:
+    """Pytrees and symbolic values (tracers): not plain numbers or arrays, but not bad input either."""
+    if isinstance(value, PLAIN_TYPES):
+        return False
+    return isinstance(value, _CONTAINERS) or hasattr(value, "__array_function__")
 
 
 @dataclass
@@ -72,7 +80,7 @@ def gufunc_call(spec: GufuncSpec, args: tuple, parallel: bool = False):
     """
     if spec.fallback is not None:  # pytrees and traced values go back to the caller's general path
         for a in args:
-            if not isinstance(a, _PLAIN):
+            if _needs_general_path(a):
                 return spec.fallback(args)
     arrays, weak = [], []
     for k, a in enumerate(args):
