@@ -27,9 +27,24 @@ __all__ = ["compile_mpmath", "round_to", "reference_values", "MAX_PREC"]
 MAX_PREC = 4096  # summed cancellation of two chained float64-range cancellations (2 x ~2100 bits)
 _MANT = {np.dtype("float64"): 53, np.dtype("float32"): 24}
 
+_EXP_MEMO: dict = {}  # (argument, precision) -> exp: repeated exp(u) in one expression is computed once
+
+
 def _exp(v):
-    """mpmath.exp, but fast for huge |v| (explicit reduction by ln 2)."""
-    if type(v) is mpmath.mpf and v._mpf_[1] and v._mpf_[2] + v._mpf_[3] > 12:
+    """mpmath.exp, memoised per (argument, precision) and fast for huge |v| (reduction by ln 2)."""
+    if type(v) is not mpmath.mpf:
+        return mpmath.exp(v)
+    key = (v._mpf_, mpmath.mp.prec)
+    r = _EXP_MEMO.get(key)
+    if r is None:
+        if len(_EXP_MEMO) > 4096:
+            _EXP_MEMO.clear()
+        r = _EXP_MEMO[key] = _exp_raw(v)
+    return r
+
+
+def _exp_raw(v):
+    if v._mpf_[1] and v._mpf_[2] + v._mpf_[3] > 12:
         mag = v._mpf_[2] + v._mpf_[3]
         with mpmath.extraprec(mag + 16):
             n = int(mpmath.floor(v / mpmath.ln2))

@@ -21,7 +21,7 @@ from __future__ import annotations
 import sympy as sp
 
 from symgrad.ir.sympy_funcs import expm1, hypot, log1p
-from .rules_exp import EXP_RULES
+from .rules_exp import EXP_RULES, _log_domain_ratio
 from .rules_util import Rewrite, coeff_and_rest, constant_minus, x, y
 
 __all__ = ["Rewrite", "RULES", "x", "y"]
@@ -96,12 +96,16 @@ def _complement_fraction(node):
     out = []
     for t in node.args:
         n, d = sp.fraction(t)
-        if d == 1 or not d.is_Add:
+        if d == 1 or not (d.is_Add or (d.is_Pow and d.base.is_Add and d.exp in (2, 3))):
             continue
         R = node - t
         num = sp.expand(R * d + n)
         if len(sp.Add.make_args(num)) < len(sp.Add.make_args(sp.expand(R * d))) + len(sp.Add.make_args(n)):
             out.append(num / d)
+            ft = sp.factor_terms(num)
+            if ft != num:
+                out.append(ft / d)
+            out += _log_domain_ratio(ft / d)  # complement of a softmax: straight to the stable product
     return out
 
 
@@ -150,6 +154,33 @@ def _hypot(node):
     return [hypot(a, b) ** (2 * node.exp)]
 
 
+def _hypot_scaled(node):
+    """R/hypot(a, b)**n -> ((R/h)/h)/.../h (n >= 2), kept unevaluated so no power of h is formed.
+
+    ``hypot(a, b)**3`` overflows for h > 5.6e102 although ``x/h**3`` is representable
+    down to h ~ 1e154 (the quotients ``x/h`` are <= 1 in magnitude).
+    """
+    if not node.is_Mul:
+        return []
+    for f in node.args:
+        b, e = f.as_base_exp()
+        if b.func is not hypot:
+            cand = _hypot(f) if f.is_Pow else []
+            if not cand:
+                continue
+            b, e = cand[0].as_base_exp()
+        if not (b.func is hypot and e.is_Integer and e <= -2):
+            continue
+        c, R = sp.Mul(*[g for g in node.args if g is not f]).as_coeff_Mul()
+        if R == 1:
+            continue
+        acc = R
+        for _ in range(-int(e)):
+            acc = sp.Mul(acc, sp.Pow(b, -1), evaluate=False)
+        return [acc if c == 1 else sp.Mul(c, acc, evaluate=False)]
+    return []
+
+
 def _pow_diff(node):
     """(a)**2 - (b)**2 -> (a - b)*(a + b): exact-ish factorisation avoiding cancellation."""
     if not node.is_Add or len(node.args) != 2:
@@ -189,6 +220,11 @@ RULES: list[Rewrite] = [
     Rewrite("hypot_from_sqrt", _hypot, "a**2 + b**2 overflows/underflows long before sqrt of it does",
             "Higham 2002, sec. 27.8 (hypot); Goldberg 1991", (sp.sqrt(x**2 + y**2), {x: 1e200, y: 1e200},
                                                              "float64")),
+    Rewrite("hypot_scaled_quotient", _hypot_scaled,
+            "x/hypot(x, y)**3 overflows in hypot**3 although the result is representable; dividing by "
+            "hypot one factor at a time keeps every intermediate <= |x|",
+            "Higham 2002, sec. 27.8 (scaling to avoid overflow)",
+            (x / (x**2 + y**2) ** sp.Rational(3, 2), {x: 1e120, y: 1e120}, "float64")),
     Rewrite("difference_of_squares", _pow_diff, "a^2 - b^2 cancels; (a-b)(a+b) subtracts exact inputs",
             "Goldberg 1991, sec. 1.4 (Thm. 2)", (x**2 - y**2, {x: 1e15 + 1, y: 1e15}, "float64")),
 ] + EXP_RULES

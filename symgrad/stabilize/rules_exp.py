@@ -210,6 +210,172 @@ def _exp_diff(node):
     return out
 
 
+def _log_units(f):
+    """Split a factor into units ``[(ws, k), ...]`` with ``f == prod (sum_i exp(ws_i))**k``, or None.
+
+    ``exp(k*w)`` (integer 1 < k <= 4) gives ``([w], k)``; ``S**k`` with ``S`` a
+    sum of exponentials gives ``(ws, k)``; a positive power of another sum is split
+    by ``factor_terms`` (``exp(a)*exp(b) + exp(a)*exp(c) -> exp(a)*(exp(b) + exp(c))``).
+    """
+    if f.func is sp.exp:
+        k, w = f.args[0].as_coeff_Mul()
+        if k.is_Integer and 1 < k <= 4:
+            return [([w], int(k))]
+        return [([f.args[0]], 1)]
+    b, e = f.as_base_exp()
+    if not (b.is_Add and e.is_Integer and e != 0 and abs(e) <= 4):
+        return None
+    ws = exp_terms(b)
+    if ws:
+        return [(ws, int(e))]
+    if e < 0:
+        return None
+    ft = sp.factor_terms(b)
+    if not ft.is_Mul:
+        return None
+    c, rest = ft.as_coeff_Mul()
+    if c != 1:
+        return None
+    out = []
+    for g in sp.Mul.make_args(rest):
+        u = _log_units(g)
+        if u is None or any(k < 0 for _, k in u):
+            return None
+        out += [(w, k * int(e)) for w, k in u]
+    return out
+
+
+def _pair_max(p, q):
+    """sum exp(p_i) / sum exp(q_j) as shifted sums (max of q), or sigmoid for a 2-term q."""
+    if len(p) == 1 and len(q) == 2 and p[0] in q:
+        return sigmoid(sp.expand(p[0] - (q[1] if q[0] == p[0] else q[0])))
+    m = sp.Max(*q)
+    return sp.Add(*[sp.exp(w - m) for w in p]) / sp.Add(*[sp.exp(w - m) for w in q])
+
+
+def _pair_lse(p, q):
+    """sum exp(p_i) / sum exp(q_j) as exp(lse(p) - lse(q))."""
+    return sp.exp(lse(p) - lse(q))
+
+
+def _log_domain_ratio(node):
+    """prod (sum exp(p))**k / prod (sum exp(q))**n -> prod of ratios <= 1: softmax products.
+
+    Every numerator unit (an exponential or a positive power of a sum of
+    exponentials) is paired with one copy of a denominator sum of exponentials
+    ``T`` and evaluated as a shifted softmax ``exp(u - m)/sum exp(w - m)`` (m =
+    max w; a sigmoid for two terms) or as ``exp(u - lse(T))``, so no intermediate
+    overflows (``exp(a)*exp(b)/(exp(a) + exp(b) + exp(c))**2``).  Unpaired
+    factors are kept as they are.
+    """
+    if not node.is_Mul:
+        return []
+    coeff, others, pos, neg = sp.S.One, [], [], []
+    for f in node.args:
+        if f.is_Number:
+            coeff *= f
+            continue
+        u = _log_units(f)
+        if u is None:
+            others.append(f)
+            continue
+        for ws, k in u:
+            (pos if k > 0 else neg).extend([ws] * abs(k))
+    if not pos or not neg or not any(f.is_Pow and f.exp < 0 and f.base.is_Add for f in node.args):
+        return []
+    n = min(len(pos), len(neg))
+    out = []
+    for pair in (_pair_max, _pair_lse):
+        paired = [pair(p, q) for p, q in zip(pos[:n], neg[:n])]
+        rest = [sp.Add(*[sp.exp(w) for w in p]) for p in pos[n:]] + [1 / sp.Add(*[sp.exp(w) for w in q])
+                                                                     for q in neg[n:]]
+        out.append(sp.Mul(coeff, *others, *paired, *rest))
+    return out
+
+
+def _signed_exp_pair(s):
+    """``(s1, u, s2, v)`` with ``s == s1*exp(u) + s2*exp(v)``, s_i = +-1 (constants +-1 as exp(0))."""
+    if not (s.is_Add and len(s.args) == 2):
+        return None
+    out = []
+    for t in s.args:
+        c, r = coeff_and_rest(t)
+        if c not in (1, -1):
+            return None
+        if r == 1:
+            out += [int(c), sp.S.Zero]
+        elif r.func is sp.exp:
+            out += [int(c), r.args[0]]
+        else:
+            return None
+    return tuple(out)
+
+
+def _tanh(node):
+    """(exp(u) - exp(v))**k / (exp(u) + exp(v))**n -> tanh((u - v)/2)**k (k <= n).
+
+    The naive quotient is inf/inf for large |u - v| and cancels for small.
+    """
+    if not node.is_Mul:
+        return []
+    for f in node.args:
+        b, n = f.as_base_exp()
+        if not (n.is_Integer and n < 0):
+            continue
+        pr = _signed_exp_pair(b)
+        if pr is None or pr[0] != 1 or pr[2] != 1:
+            continue
+        u, v = pr[1], pr[3]
+        left, out_f, sign = -int(n), [], 1
+        for g in node.args:
+            if g is f:
+                continue
+            gb, k = g.as_base_exp()
+            q = _signed_exp_pair(gb) if (k.is_Integer and 0 < k <= left) else None
+            if q is None or q[0] == q[2] or {q[1], q[3]} != {u, v}:
+                out_f.append(g)
+                continue
+            s1 = q[0] if q[1] == u else q[2]  # coefficient of exp(u)
+            sign *= s1 ** int(k)
+            left -= int(k)
+            out_f.append(sp.tanh(sp.expand((u - v) / 2)) ** k)
+        if left == -int(n):
+            continue
+        return [sign * sp.Mul(*out_f) * b ** (-left)]
+    return []
+
+
+def _sech2(node):
+    """k - k*tanh(u)**2 -> 4k*sigmoid(2u)*sigmoid(-2u) (= k/cosh(u)**2), no cancellation."""
+    if not node.is_Add:
+        return []
+    k, rest = node.as_coeff_Add()
+    out = []
+    for t in sp.Add.make_args(rest):
+        c, r = coeff_and_rest(t)
+        if k != 0 and c == -k and r.is_Pow and r.exp == 2 and r.base.func is sp.tanh:
+            u = r.base.args[0]
+            out.append(node - t - k + 4 * k * sigmoid(2 * u) * sigmoid(-2 * u))
+            out.append(node - t - k + k / sp.cosh(u) ** 2)
+    return out
+
+
+def _exp_over_expm1(node):
+    """exp(u) * expm1(u)**-n -> -expm1(u)**-(n-1) / expm1(-u): e^u/(e^u - 1) = 1/(1 - e^-u), no inf/inf."""
+    if not node.is_Mul:
+        return []
+    out = []
+    for g in node.args:
+        if g.func is not sp.exp:
+            continue
+        for f in node.args:
+            b, n = f.as_base_exp()
+            if b.func is expm1 and n.is_Integer and n < 0 and b.args[0] == g.args[0]:
+                u = g.args[0]
+                out.append(-_without(node, g, f) * b ** (n + 1) / expm1(-u))
+    return out
+
+
 EXP_RULES = [
     Rewrite("softplus_from_log1pexp", _softplus, "exp(u) overflows for large u although log(1+exp(u)) ~ u",
             "Maechler 2012", (sp.log(1 + sp.exp(x)), {x: 1000.0}, "float64")),
@@ -240,4 +406,16 @@ EXP_RULES = [
             (sp.exp(x) / (sp.exp(x) + sp.exp(y) + 1), {x: 1000.0, y: 1000.0}, "float64")),
     Rewrite("exp_difference", _exp_diff, "exp(a) - exp(b) cancels for a ~ b; exp(b)*expm1(a - b) does not",
             "Higham 2002, sec. 1.14.1", (sp.exp(x) - sp.exp(y), {x: 2e-10, y: 1e-10}, "float64")),
+    Rewrite("log_domain_ratio", _log_domain_ratio,
+            "exp(a)*exp(b)/(sum exp)**2 overflows to inf/inf; pairing each numerator exponential with one "
+            "denominator copy as exp(a - lse) keeps every factor <= 1",
+            "Blanchard, Higham & Higham 2021, sec. 3 (softmax via exp(x - lse))",
+            (sp.exp(x) * sp.exp(y) / (sp.exp(x) + sp.exp(y) + 1) ** 2, {x: 710.0, y: 300.0}, "float64")),
+    Rewrite("tanh_from_exp", _tanh, "(exp(u) - exp(v))/(exp(u) + exp(v)) is inf/inf for large u - v",
+            "Higham 2002, sec. 1.14", ((sp.exp(x) - sp.exp(-x)) / (sp.exp(x) + sp.exp(-x)), {x: 800.0},
+                                       "float64")),
+    Rewrite("sech2_from_tanh", _sech2, "1 - tanh(u)**2 cancels for large |u|; 4*sigmoid(2u)*sigmoid(-2u) does not",
+            "Goldberg 1991, sec. 1.4", (1 - sp.tanh(x) ** 2, {x: 20.0}, "float64")),
+    Rewrite("exp_over_expm1", _exp_over_expm1, "exp(u)/expm1(u)**n is inf/inf for large u; -1/expm1(-u) is not",
+            "Goldberg 1991, sec. 1.4", (sp.exp(x) / expm1(x) ** 2, {x: 400.0}, "float64")),
 ]

@@ -206,7 +206,8 @@ class Search:
         refusing a candidate that is far better everywhere else for that would
         keep NaN/inf in the output.  On top of the conditioning, a regression of
         ``REGRESSION_SLACK`` (2) bits is tolerated at a few points (at most 1/16
-        of the sample): formulas with the same cancellation round differently,
+        of the sample; regressions within the conditioning are excused at up
+        to 1/4 of the sample): formulas with the same cancellation round differently,
         and an original that happens to round luckily at one point (e.g. both
         terms of ``sin(x)/x**2 - 2*(1 - cos(x))/x**3`` rounding favourably at
         x = 0.99) must not block a candidate that removes NaN/inf elsewhere.
@@ -221,9 +222,10 @@ class Search:
             bad = np.flatnonzero((ob <= 1.0) & (cb > lim))
             if not len(bad):
                 continue
-            if len(bad) > max(2, len(ob) // 16):
+            if len(bad) > len(ob) // 4:  # wholesale regression: not a conditioning effect
                 return False
-            if np.any(cb[bad] > lim[bad] + REGRESSION_SLACK + self.cond_bits(dt, bad)):
+            excess = cb[bad] - lim[bad] - self.cond_bits(dt, bad)
+            if np.any(excess > REGRESSION_SLACK) or np.count_nonzero(excess > 0) > max(2, len(ob) // 16):
                 return False
         return True
 

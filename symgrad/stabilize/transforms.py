@@ -85,11 +85,27 @@ def _series_variants(node, orders):
             out.append((f"series_at_0_n{max(orders)}", s0))
     try:
         si = sp.expand(sp.series(base, v, sp.oo, n=3).removeO())
-        if si.free_symbols and _ok(si):
+        if si.free_symbols and _ok(si) and _plausible_at_inf(base, si, v):
             out.append(("series_at_inf_n3", si))
     except Exception:  # noqa: BLE001 - no expansion exists
         pass
     return [(name, s) for name, s in out if s != node and not s.has(sp.log(v))]
+
+
+def _plausible_at_inf(f, s, v) -> bool:
+    """Reject a series at infinity that does not track ``f`` at v = 64 and 256.
+
+    SymPy drops exponentially small terms (``x**3*exp(-x)``) and can return a
+    polynomial unrelated to the function; such a "series" must never reach a regime.
+    """
+    try:
+        for p in (64, 256):
+            a, b = complex(sp.N(f.subs(v, p), 30)), complex(sp.N(s.subs(v, p), 30))
+            if not (abs(a - b) <= 1e-2 * abs(a) or (a == 0 and abs(b) < 1e-300)):
+                return False
+    except Exception:  # noqa: BLE001 - cannot evaluate: do not trust the series
+        return False
+    return True
 
 
 def _custom():

@@ -137,3 +137,24 @@ def test_never_worse(expr):
     res = stabilize(expr, vs, budget_s=6, n_points=N)
     for dt, (mb, xb, ma, xa) in res.bits.items():
         assert ma <= mb + 1e-9
+
+
+a_, b_, c_ = sp.symbols("a b c", real=True)
+_S3 = sp.exp(a_) + sp.exp(b_) + sp.exp(c_)
+FAMILIES = [  # formerly left with NaN/inf where the reference is finite
+    ("dsoftmax_da", sp.diff(sp.exp(a_) / _S3, a_), [a_, b_, c_]),
+    ("dsoftmax_db", sp.diff(sp.exp(a_) / _S3, b_), [a_, b_, c_]),
+    ("dsoftmax2_dy", sp.diff(sp.exp(x) / (sp.exp(x) + sp.exp(y)), y), [x, y]),
+    ("tanh_via_exp", (sp.exp(x) - sp.exp(-x)) / (sp.exp(x) + sp.exp(-x)), [x]),
+    ("dtanh_via_exp", sp.diff((sp.exp(x) - sp.exp(-x)) / (sp.exp(x) + sp.exp(-x)), x), [x]),
+    ("dinv_hypot", sp.diff(1 / sp.sqrt(x**2 + y**2), x), [x, y]),
+]
+
+
+@pytest.mark.parametrize("name,expr,vs", FAMILIES, ids=[f[0] for f in FAMILIES])
+def test_no_nan_inf_left(name, expr, vs):
+    """Softmax products, tanh written with exp, 1/hypot**3: no NaN/inf, mean < 1 bit, never worse."""
+    res = stabilize(expr, vs, budget_s=10.0, n_points=128)
+    for dt, (mb, xb, ma, xa) in res.bits.items():
+        assert ma <= mb + 1e-9 and ma < 1.0, (dt, res.expr, ma)
+        assert xa < (31.0 if dt == "float32" else 63.0), (dt, res.expr, xa)
