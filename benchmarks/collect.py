@@ -14,7 +14,8 @@ import datetime
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-SUITES = [("core.md", "Core: throughput, call latency, build time, disk cache (issue 2)"),
+SUITES = [("summary.md", "Targets at a glance"),
+          ("core.md", "Core: throughput, call latency, build time, disk cache (issue 2)"),
           ("mlp_batch.md", "MLP loss over a minibatch: gradient vs forward (issue 2)"),
           ("stability.md", "Numerical stabilisation: bits of error, naive vs stabilised (issue 4)"),
           ("aot.md", "Ahead-of-time modules: first-call time (issue 5)")]
