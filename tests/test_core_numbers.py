@@ -468,3 +468,22 @@ def test_jit_of_log_without_stabilize():
     x = np.array([0.5, 2.0])
     np.testing.assert_allclose(sg.jit(log_only, stabilize=False)(x), np.log(x), rtol=1e-15)
     np.testing.assert_allclose(sg.grad(log_only)(x), 1 / x, rtol=1e-15)
+
+
+def test_forward_code_keeps_numpy_semantics_for_untaken_branches():
+    # where(x > 0, x, 0) * log(x) is NaN at x = -1 in NumPy (0 * nan); only derivative code may
+    # treat the untaken branch as an exact zero
+    f = lambda x: np.where(x > 0, x, 0.0) * np.log(x)  # noqa: E731
+    xs = np.array([-1.0, 2.0])
+    with np.errstate(invalid="ignore"):
+        expected = f(xs)
+    got = sg.jit(f, stabilize=False)(xs)
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(expected))
+    assert got[1] == expected[1]
+
+
+def test_forward_code_keeps_numpy_rounding_of_reciprocal_products():
+    # x * (1 / y) rounds twice in NumPy; symgrad must not silently turn it into x / y
+    f = lambda x, y: x * (1.0 / y)  # noqa: E731
+    x, y = np.float64(0.1), np.float64(3.0)
+    assert sg.jit(f, stabilize=False)(x, y) == x * (1.0 / y)

@@ -68,6 +68,21 @@ def explain(fun, *args, signature: str | None = None) -> str:
     # backward: adjoint of every node, built by the same rules the VJP uses
     adj_nodes: dict[int, int] = {out: g.const(1.0)}
     terms: dict[int, list[str]] = {}
+    with g.derivative_mode():
+        _backward(g, order, names, syms, values, adj_nodes, terms)
+    adj_vals = dict(zip(adj_nodes, evaluate(g, list(adj_nodes.values()), env)))
+    lines += ["", f"backward pass ({names[out]}_bar = 1), reverse topological order:"]
+    for nid in reversed(order):
+        if nid == out or nid not in adj_vals:
+            continue
+        lines.append(f"  {names[nid] + '_bar':>10} = {' + '.join(terms.get(nid, ['0'])):<40} = {_fmt(adj_vals[nid])}")
+    lines += ["", "gradient: " + ", ".join(f"d{names[out]}/d{n} = {_fmt(adj_vals.get(i, 0.0))}"
+                                           for i, n in zip(p.inputs, p.arg_names))]
+    return "\n".join(lines)
+
+
+def _backward(g, order, names, syms, values, adj_nodes, terms) -> None:
+    """Accumulate every node's adjoint (in ``adj_nodes``) and a readable term list per node."""
     for nid in reversed(order):
         node = g[nid]
         if nid not in adj_nodes or node.op == "input":
@@ -92,15 +107,6 @@ def explain(fun, *args, signature: str | None = None) -> str:
             pexpr = evaluate(g, [pe.id], sym_env, mode="sympy")[0][()]
             factor = "" if pexpr == 1 else f" * {_paren(pexpr)}"
             terms.setdefault(a, []).append(f"{names[nid]}_bar{factor}")
-    adj_vals = dict(zip(adj_nodes, evaluate(g, list(adj_nodes.values()), env)))
-    lines += ["", f"backward pass ({names[out]}_bar = 1), reverse topological order:"]
-    for nid in reversed(order):
-        if nid == out or nid not in adj_vals:
-            continue
-        lines.append(f"  {names[nid] + '_bar':>10} = {' + '.join(terms.get(nid, ['0'])):<40} = {_fmt(adj_vals[nid])}")
-    lines += ["", "gradient: " + ", ".join(f"d{names[out]}/d{n} = {_fmt(adj_vals.get(i, 0.0))}"
-                                           for i, n in zip(p.inputs, p.arg_names))]
-    return "\n".join(lines)
 
 
 def _paren(expr) -> str:

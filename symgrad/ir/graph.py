@@ -14,6 +14,7 @@ multiplication into a ``where`` with a zero branch, constant folding).
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 from dataclasses import dataclass, field
 
@@ -44,6 +45,7 @@ class Graph:
     consts: dict[int, np.ndarray] = field(default_factory=dict)
     notes: dict[int, str] = field(default_factory=dict)  # comments the printer puts above a node
     custom_rules: list = field(default_factory=list)      # traced custom_gradient rules
+    ad_mode: bool = False  # True while a transform builds derivative nodes (see ``derivative_mode``)
     _intern: dict = field(default_factory=dict)
 
     # -- leaves -------------------------------------------------------------
@@ -129,6 +131,21 @@ class Graph:
             self.nodes.append(Node(nid, op, args, params, tuple(int(s) for s in shape), kind))
             self._intern[key] = nid
         return nid
+
+    @contextlib.contextmanager
+    def derivative_mode(self):
+        """Enable the simplifications that are only valid for derivative expressions.
+
+        Pushing a multiplication into a ``where`` with a zero branch, ``x * 0 -> 0`` and
+        ``y * (1/z) -> y / z`` change results when an untaken branch or a factor is inf/NaN,
+        or change rounding; derivative code wants exactly that (an untaken branch contributes
+        an exact zero), but the user's own forward code must keep NumPy's semantics.
+        """
+        saved, self.ad_mode = self.ad_mode, True
+        try:
+            yield self
+        finally:
+            self.ad_mode = saved
 
     # -- whole-graph utilities ------------------------------------------------
     def ancestors(self, outputs) -> list[int]:

@@ -26,6 +26,12 @@ def jvp_nodes(g: Graph, inputs: list[int], tangents: list[int | None], outputs: 
     Returns:
       One tangent id per output, or None where the tangent is identically zero.
     """
+    with g.derivative_mode():
+        return _jvp_nodes(g, inputs, tangents, outputs, nb)
+
+
+def _jvp_nodes(g: Graph, inputs: list[int], tangents: list[int | None], outputs: list[int],
+              nb: int = 0) -> list[int | None]:
     tan: dict[int, int] = {i: t for i, t in zip(inputs, tangents) if t is not None}
     if not tan:
         return [None] * len(outputs)

@@ -36,6 +36,12 @@ def vjp_nodes(g: Graph, outputs: list[int], cotangents: list[int | None], wrt: l
     Returns:
       One cotangent id per ``wrt`` node, or None where it is identically zero.
     """
+    with g.derivative_mode():
+        return _vjp_nodes(g, outputs, cotangents, wrt, nb)
+
+
+def _vjp_nodes(g: Graph, outputs: list[int], cotangents: list[int | None], wrt: list[int],
+              nb: int = 0) -> list[int | None]:
     needed = g.ancestors(outputs)
     active = active_nodes(g, wrt, needed)
     adj: dict[int, int] = {}

@@ -86,7 +86,12 @@ def _where_zero_branch(g: Graph, nid: int):
 
 
 def _push_into_where(g: Graph, name: str, x: int, other: int, other_first: bool):
-    """``where(c, u, 0) * y -> where(c, u * y, 0)``: the untaken branch stays an exact 0."""
+    """``where(c, u, 0) * y -> where(c, u * y, 0)``: the untaken branch stays an exact 0.
+
+    Only while building derivatives (``g.ad_mode``): in user code NumPy gives ``0 * nan = nan``.
+    """
+    if not g.ad_mode:
+        return None
     hit = _where_zero_branch(g, x)
     if hit is None:
         return None
@@ -129,10 +134,10 @@ def _simp_mul(g, args, params, shape):
             return y
         if g.is_const(x, -1.0) and _same_shape(g, y, shape):
             return g.apply("neg", y)
-        if g.is_const(x, 0.0) and g[y].kind == "f":
+        if g.ad_mode and g.is_const(x, 0.0) and g[y].kind == "f":  # a symbolic zero partial
             return g.const(np.zeros(shape))
-    for x, y in ((a, b), (b, a)):  # y * (1 / z) -> y / z: one rounding instead of two
-        if g[x].op == "div" and g.is_const(g[x].args[0], 1.0) and g[y].kind == "f":
+    for x, y in ((a, b), (b, a)):  # y * (1 / z) -> y / z in derivatives: one rounding instead of two
+        if g.ad_mode and g[x].op == "div" and g.is_const(g[x].args[0], 1.0) and g[y].kind == "f":
             return g.apply("div", y, g[x].args[1])
     return (_push_into_where(g, "mul", a, b, False)
             or _push_into_where(g, "mul", b, a, True))
@@ -149,7 +154,7 @@ def _simp_neg(g, args, params, shape):
     (a,) = args
     if g[a].op == "neg":
         return g[a].args[0]
-    hit = _where_zero_branch(g, a)
+    hit = _where_zero_branch(g, a) if g.ad_mode else None
     if hit:
         c, u, then = hit
         zero, inner = g.const(0.0), g.apply("neg", u)
