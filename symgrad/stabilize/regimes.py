@@ -55,6 +55,31 @@ def _bisect(a, b, lo, hi, row, j, orig, variables):
     return lo, hi
 
 
+MAX_PENALTY = 0.5  # weight of the bits above 2 ulps in the regime cost
+TWO_ULPS = float(np.log2(3.0))
+
+
+def _penalised(bits: np.ndarray) -> np.ndarray:
+    return bits + MAX_PENALTY * np.maximum(bits - TWO_ULPS, 0.0)
+
+
+def _fewer_over(cands, samples, dts, variables, costs, best) -> bool:
+    """Does the split leave fewer points beyond 2 ulps than the best single candidate?
+
+    A split whose mean gain is below ``min_gain`` is still worth its branch when it
+    brings points back within 2 ulps (e.g. a cancellation-free form near the root
+    of a derivative, which overflows far from it).
+    """
+    over = np.concatenate([np.stack([c[1][dt] for c in cands]) > TWO_ULPS + 1e-9 for dt in dts], axis=1)
+    single = int(np.argmin(costs.sum(axis=1)))
+    _, j, ids, cuts = best
+    vals = np.concatenate([samples[dt].X[:, j].astype(np.float64) for dt in dts])
+    order = np.argsort(vals, kind="stable")
+    bounds = [0, *cuts, len(order)]
+    n_split = sum(int(over[ids[k], order[bounds[k]:bounds[k + 1]]].sum()) for k in range(len(ids)))
+    return n_split < int(over[single].sum())
+
+
 def best_split(cands: Sequence[tuple[sp.Expr, dict]], samples: dict, variables, orig, min_gain=0.1):
     """Best 2/3-segment regime over the candidates.
 
@@ -72,8 +97,10 @@ def best_split(cands: Sequence[tuple[sp.Expr, dict]], samples: dict, variables, 
     K = len(cands)
     if K < 2 or not variables:
         return None
-    costs = np.concatenate([np.stack([c[1][dt] for c in cands]) / max(len(samples[dt].X), 1) / len(dts)
-                            for dt in dts], axis=1)
+    # mean bits, plus a small penalty on the excess over 2 ulps (log2(3) bits): between
+    # candidates with about the same mean, the one that keeps every point within 2 ulps wins
+    costs = np.concatenate([_penalised(np.stack([c[1][dt] for c in cands])) / max(len(samples[dt].X), 1)
+                            / len(dts) for dt in dts], axis=1)
     best_single = costs.sum(axis=1).min()
     best = None
     for j, v in enumerate(variables):
@@ -99,7 +126,10 @@ def best_split(cands: Sequence[tuple[sp.Expr, dict]], samples: dict, variables, 
                 i1 = int(np.argmin(np.where(valid[:k2 + 1], left[:k2 + 1], np.inf)))
                 if 0 < i1 < k2:
                     best = (three[k2], j, (a, b, c), (i1, k2))
-    if best is None or best_single - best[0] < max(min_gain, 0.1 * best_single):
+    if best is None or best_single - best[0] <= 1e-9:
+        return None
+    if best_single - best[0] < max(min_gain, 0.1 * best_single) and not _fewer_over(
+            cands, samples, dts, variables, costs, best):
         return None
     cost, j, ids, cuts = best
     v = variables[j]

@@ -193,7 +193,12 @@ def _pow_diff(node):
         return []
     if c1 < 0:
         a, b = b, a
-    return [(a - b) * (a + b)]
+    h = sp.S.Half
+    # scaled variant: a - b or a + b may overflow although a**2 - b**2 does not (a = +-b near
+    # the overflow threshold gives inf*0 = nan); halving is exact, and the product of the
+    # halves times 4 (unevaluated: multiplied last) only overflows when the result does
+    scaled = sp.Mul(sp.Mul(h * a - h * b, h * a + h * b, evaluate=False), 4, evaluate=False)
+    return [(a - b) * (a + b), scaled]
 
 
 RULES: list[Rewrite] = [

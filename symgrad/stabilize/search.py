@@ -351,7 +351,8 @@ class Search:
         # regimes over a few of the best candidates (series included)
         if best_exact.score > 0.05 and not (self.timed_out and self.exhausted):
             picks, seen = [], set()
-            for c in [self.orig, best_exact] + exact[:4] + [c for c in pool if not c.exact][:3]:
+            base = [self.orig, best_exact] + exact[:4] + [c for c in pool if not c.exact][:3]
+            for c in base + _complements(base, pool[:64], 2):
                 if c.expr not in seen:
                     seen.add(c.expr)
                     picks.append(c)
@@ -371,6 +372,40 @@ class Search:
             if equivalent(self.expr, c.expr, self.vars, self.domain):
                 return c
         return self.orig
+
+
+def _complements(base, pool, k):
+    """Up to ``k`` candidates of ``pool`` that most lower the pointwise minimum error of ``base``.
+
+    Regimes combine candidates that are each accurate on a different region; a
+    series at infinity has a poor mean (it is useless near 0) but may be the only
+    form within 2 ulps for large inputs.  Ranking by mean alone would keep it out
+    of the regime search, so the picks are completed greedily by their marginal
+    gain (deterministic: ties go to the pool order).
+    """
+    dts = sorted(base[0].bits, key=str)
+    cur = {dt: np.min([_pen(c.bits[dt]) for c in base], axis=0) for dt in dts}
+    names = {c.expr for c in base}
+    out = []
+    for _ in range(k):
+        best, gain = None, 1e-9
+        for c in pool:
+            if c.expr in names:
+                continue
+            g = sum(float(np.sum(np.maximum(cur[dt] - _pen(c.bits[dt]), 0.0))) / max(len(cur[dt]), 1)
+                    for dt in dts)
+            if g > gain:
+                best, gain = c, g
+        if best is None:
+            break
+        out.append(best)
+        names.add(best.expr)
+        cur = {dt: np.minimum(cur[dt], _pen(best.bits[dt])) for dt in dts}
+    return out
+
+
+def _pen(bits):
+    return bits + 0.5 * np.maximum(bits - 1.5849625007211563, 0.0)
 
 
 def _tree_size(expr, limit: int) -> int:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import sympy as sp
 
-__all__ = ["algebraic_variants", "series_variants"]
+__all__ = ["algebraic_variants", "series_variants", "split_powers"]
 
 _ALG = (("together", sp.together), ("cancel", sp.cancel), ("expand", sp.expand),
         ("factor", sp.factor), ("expand_trig", sp.expand_trig))
@@ -89,7 +89,43 @@ def _series_variants(node, orders):
             out.append(("series_at_inf_n3", si))
     except Exception:  # noqa: BLE001 - no expansion exists
         pass
-    return [(name, s) for name, s in out if s != node and not s.has(sp.log(v))]
+    out = [(name, s) for name, s in out if s != node and not s.has(sp.log(v))]
+    return [(name, split_powers(s)) for name, s in out]
+
+
+def split_powers(expr: sp.Expr) -> sp.Expr:
+    """``c*v**-n`` -> ``((c/v)/v)...`` in every term: no ``v**n`` is formed.
+
+    Series at infinity have terms like ``1/(2*x**2)``; ``x**2`` overflows for
+    |x| > 1.3e154 although the term is representable (as a subnormal) up to
+    |x| ~ 1e308.  Dividing by one factor at a time (nested unevaluated products,
+    whose order the emitted code preserves) keeps every intermediate in range.
+    Half-integer powers divide by ``sqrt(v)`` last.
+    """
+    terms = sp.Add.make_args(expr)
+    new = [_split_term(t) for t in terms]
+    if all(a is b for a, b in zip(new, terms)):
+        return expr
+    return sp.Add(*new, evaluate=False) if len(new) > 1 else new[0]
+
+
+def _split_term(t):
+    num, dens = [], []
+    for f in sp.Mul.make_args(t):
+        b, e = f.as_base_exp()
+        if e.is_Rational and e < -1 and (2 * e).is_Integer and not b.is_Number:
+            dens.append((b, -e))
+        else:
+            num.append(f)
+    if not dens:
+        return t
+    acc = sp.Mul(*num)
+    for b, e in dens:
+        for _ in range(int(e)):
+            acc = sp.Mul(acc, sp.Pow(b, -1), evaluate=False)
+        if not e.is_Integer:
+            acc = sp.Mul(acc, sp.Pow(sp.sqrt(b), -1), evaluate=False)
+    return acc
 
 
 def _plausible_at_inf(f, s, v) -> bool:
