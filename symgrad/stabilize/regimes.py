@@ -55,6 +55,82 @@ def _bisect(a, b, lo, hi, row, j, orig, variables):
     return lo, hi
 
 
+REFINE_POINTS = 48
+
+
+def _refine(a, b, lo, hi, orig, variables):
+    """Narrow the A|B bracket (lo, hi] with a dense grid: sample neighbours can be far apart.
+
+    Points are spaced geometrically when the bracket does not contain 0 and spans
+    more than a factor 4 (so e.g. (0.1, 30) is covered per binade), linearly
+    otherwise.  The cut minimising the (penalised) bits of A left of it plus B right
+    of it is kept, and the bracket shrinks to the two grid points around it.
+    """
+    if not (np.isfinite(lo) and np.isfinite(hi)) or not lo < hi:
+        return lo, hi
+    if lo * hi > 0 and max(abs(lo), abs(hi)) > 4 * min(abs(lo), abs(hi)):
+        g = np.sign(hi) * np.geomspace(abs(lo), abs(hi), REFINE_POINTS + 2)
+        g = np.sort(g)[1:-1]
+    else:
+        g = np.linspace(lo, hi, REFINE_POINTS + 2)[1:-1]
+    g = np.unique(g[(g > lo) & (g < hi)])
+    if not len(g):
+        return lo, hi
+    X = g[:, None].astype(np.float64)
+    ref = reference_values(compile_mpmath(orig, variables), X, "float64")
+    ok = np.isfinite(ref)
+    if not ok.any():
+        return lo, hi
+    with np.errstate(all="ignore"):
+        ea = _penalised(ulp_bits(compile_numpy(a, variables, "float64")(X), ref))
+        eb = _penalised(ulp_bits(compile_numpy(b, variables, "float64")(X), ref))
+    ea, eb = np.where(ok, ea, 0.0), np.where(ok, eb, 0.0)
+    # cut after k grid points: A on g[:k], B on g[k:]
+    cost = np.concatenate([[0.0], np.cumsum(ea)]) + np.concatenate([np.cumsum(eb[::-1])[::-1], [0.0]])
+    k = int(np.argmin(cost))
+    new_lo = g[k - 1] if k > 0 else lo
+    new_hi = g[k] if k < len(g) else hi
+    return float(new_lo), float(new_hi)
+
+
+def _fit_series(exprs, thresholds, vmin, vmax, v):
+    """Re-expand each series-at-0 piece for the interval it serves (and keep it accurate there).
+
+    The candidate series were sized for a default radius; inside a regime the
+    piece is used on [t_lo, t_hi] (sample extremes at the open ends), so its order
+    is chosen for R = max(|t_lo|, |t_hi|): fewer terms for a small interval, more
+    for a large one.  If even the capped expansion is not accurate up to R, the
+    bounding thresholds are pulled in to the radius it does reach.
+    """
+    from .transforms import adaptive_series, series_source
+    exprs, thresholds = list(exprs), list(thresholds)
+    for n, e in enumerate(exprs):
+        src = series_source(e)
+        if src is None:
+            continue
+        lo = thresholds[n - 1] if n > 0 else vmin
+        hi = thresholds[n] if n < len(thresholds) else vmax
+        R = max(abs(lo), abs(hi))
+        if not np.isfinite(R) or R <= 0:
+            continue
+        try:
+            new, reach = adaptive_series(src[0], src[1], R, two_sided=lo < 0)
+        except Exception:  # noqa: BLE001 - keep the candidate as scored
+            continue
+        exprs[n] = new
+        if reach < R:
+            r = float(f"{reach:.3g}")
+            r = r if r <= reach else float(np.nextafter(reach, 0))
+            new_lo = max(lo, -r) if n > 0 else lo
+            new_hi = min(hi, r) if n < len(thresholds) else hi
+            if new_lo < new_hi:
+                if n > 0:
+                    thresholds[n - 1] = new_lo
+                if n < len(thresholds):
+                    thresholds[n] = new_hi
+    return exprs, thresholds
+
+
 MAX_PENALTY = 0.5  # weight of the bits above 2 ulps in the regime cost
 TWO_ULPS = float(np.log2(3.0))
 
@@ -138,10 +214,13 @@ def best_split(cands: Sequence[tuple[sp.Expr, dict]], samples: dict, variables, 
     for n, i in enumerate(cuts):
         lo, hi = vals[i - 1], vals[i]
         if len(variables) == 1:
+            lo, hi = _refine(cands[ids[n]][0], cands[ids[n + 1]][0], lo, hi, orig, variables)
             lo, hi = _bisect(cands[ids[n]][0], cands[ids[n + 1]][0], lo, hi, [0.0], 0, orig, variables)
         thresholds.append(shortest_between(lo, hi))
-    pieces = [(cands[ids[n]][0], sp.StrictLessThan(v, sp.Float(t, 17))) for n, t in enumerate(thresholds)]
-    pieces.append((cands[ids[-1]][0], sp.true))
+    exprs = [cands[k][0] for k in ids]
+    exprs, thresholds = _fit_series(exprs, thresholds, float(vals[0]), float(vals[-1]), v)
+    pieces = [(exprs[n], sp.StrictLessThan(v, sp.Float(t, 17))) for n, t in enumerate(thresholds)]
+    pieces.append((exprs[-1], sp.true))
     pw = sp.Piecewise(*pieces)
     cond = " ; ".join(str(p[1]) for p in pieces[:-1])
     return pw, cond, float(best_single - cost)

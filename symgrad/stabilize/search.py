@@ -162,7 +162,8 @@ class Search:
         c = self.seen.get(expr, False)
         if c is not False:
             return c
-        if history and _tree_size(expr, self.max_size) >= self.max_size:
+        if history and exact and history[-1].name != "regime_split" \
+                and _tree_size(expr, self.max_size) >= self.max_size:
             self.seen[expr] = None  # runaway growth (nested shifts etc.): not a useful candidate
             return None
         self.charge("score")

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import sympy as sp
 
-__all__ = ["algebraic_variants", "series_variants", "split_powers"]
+__all__ = ["algebraic_variants", "series_variants", "split_powers", "adaptive_series", "series_source", "horner"]
 
 _ALG = (("together", sp.together), ("cancel", sp.cancel), ("expand", sp.expand),
         ("factor", sp.factor), ("expand_trig", sp.expand_trig))
@@ -71,6 +71,12 @@ def _series_variants(node, orders):
     except Exception:  # noqa: BLE001 - no expansion exists
         s0 = None
     if s0 is not None and s0.free_symbols and _ok(s0):
+        try:
+            ad = adaptive_series(base, v, SERIES_RADIUS)
+        except Exception:  # noqa: BLE001 - no usable expansion: keep the fixed orders only
+            ad = None
+        if ad is not None and ad[0] != node:
+            out.append((f"series_at_0_r{ad[1]:.3g}", ad[0]))
         terms = sp.Add.make_args(s0)
         exps = [t.as_coeff_exponent(v)[1] for t in terms]
         if all(e.is_Number for e in exps):
@@ -90,7 +96,150 @@ def _series_variants(node, orders):
     except Exception:  # noqa: BLE001 - no expansion exists
         pass
     out = [(name, s) for name, s in out if s != node and not s.has(sp.log(v))]
-    return [(name, split_powers(s)) for name, s in out]
+    res = []
+    for name, s in out:
+        if name.startswith("series_at_0_r"):
+            res.append((name, s))
+            continue
+        s = split_powers(s)
+        if name.startswith("series_at_0"):
+            _SOURCE[s] = (base, v)
+        res.append((name, s))
+    return res
+
+
+# -- series at 0 sized for the interval they serve --------------------------------
+SERIES_TOL = 2.0 ** -54  # half an ulp of float64, relative: bound on the first omitted terms
+SERIES_RADIUS = 4.0      # radius aimed at by the candidate series (regimes then trim it)
+SERIES_MAX_N = 40        # cap on the expansion order (exponent span from the leading term)
+HORNER_COND = 3.0        # sum|c_k x^k| / |p(x)| allowed at the ends (rounding of the alternating sum)
+_SOURCE: dict = {}       # series expression -> (function, variable) it approximates around 0
+_EXP: dict = {}
+
+
+def series_source(expr):
+    """``(function, variable)`` a series-at-0 candidate was derived from, or None."""
+    return _SOURCE.get(expr)
+
+
+def _expansion(base, v, n):
+    """``[(coeff, exponent)]`` of the series of ``base`` at 0 up to O(v**n), by exponent (cached)."""
+    key = (base, v, n)
+    if key not in _EXP:
+        s = sp.expand(sp.series(base, v, 0, n=n).removeO())
+        terms = []
+        for t in sp.Add.make_args(s):
+            c, e = t.as_coeff_exponent(v)
+            if not (e.is_Rational and c.is_number and not c.has(v)):
+                raise ValueError("not a power series")
+            terms.append((c, e))
+        terms.sort(key=lambda ce: ce[1])
+        if len(_EXP) > 500:
+            _EXP.clear()
+        _EXP[key] = terms
+    return _EXP[key]
+
+
+_MPC: dict = {}
+
+
+def _term_values(terms, r):
+    import mpmath
+    with mpmath.workprec(80):
+        out = []
+        for c, e in terms:
+            key = (c, e)
+            if key not in _MPC:
+                _MPC[key] = (mpmath.mpf(str(sp.N(c, 25))), mpmath.mpf(str(sp.N(e, 25))))
+            mc, me = _MPC[key]
+            out.append(mc * mpmath.power(mpmath.mpf(r), me) if r > 0 else mpmath.mpf(0))
+        return out
+
+
+def _good(terms, k, r, two_sided) -> bool:
+    """Truncation to ``terms[:k]`` accurate to half an ulp at |v| = r (next two terms checked)."""
+    if k + 2 > len(terms):
+        return False
+    for rr in ((r, -r) if two_sided else (r,)):
+        for frac in (1.0, 0.5):
+            x = rr * frac
+            vals = _term_values(terms[:k + 2], abs(x))
+            sgn = [1 if (e.is_Integer and int(e) % 2 == 0) or x > 0 else -1 for _, e in terms[:k + 2]]
+            vals = [a * s for a, s in zip(vals, sgn)]
+            head = vals[:k]
+            tot = abs(sum(head))
+            absum = sum(abs(a) for a in head)
+            ref = min(abs(head[0]), tot)
+            if ref == 0 or absum > HORNER_COND * tot:
+                return False
+            if any(abs(a) > SERIES_TOL * ref for a in vals[k:k + 2]):
+                return False
+    return True
+
+
+def adaptive_series(base, v, radius: float, two_sided: bool = True):
+    """Series of ``base`` at 0 in Horner form, with enough terms for |v| <= radius.
+
+    Terms are added until the next two terms at the interval end are below half
+    an ulp (float64) relative to the leading term and to the truncated sum; the
+    expansion order is capped at ``SERIES_MAX_N``.  When even the cap does not
+    reach ``radius`` (or the alternating sum would lose more than
+    ``log2(HORNER_COND)`` bits to rounding) the radius is reduced.
+
+    Returns:
+        ``(horner_expr, achieved_radius)``.
+    """
+    has_odd = True
+    r = float(radius)
+    for n in (12, 24, SERIES_MAX_N):
+        terms = _expansion(base, v, n)
+        if not terms:
+            raise ValueError("empty expansion")
+        has_odd = any(not (e.is_Integer and int(e) % 2 == 0) for _, e in terms)
+        if not all(e.is_Integer for _, e in terms):
+            two_sided = False  # fractional powers: the series only exists for v > 0
+        lead = terms[0][1]
+        terms = [t for t in terms if t[1] < lead + n - 1] if n < SERIES_MAX_N else terms
+        for k in range(1, len(terms) - 1):
+            if _good(terms, k, r, two_sided and has_odd):
+                return _register(horner(terms[:k], v), base, v), r
+    # cap reached: shrink the radius until the capped series is accurate
+    k = len(terms) - 2
+    while r > 1e-6:
+        r *= 0.9
+        if _good(terms, k, r, two_sided and has_odd):
+            kk = next(j for j in range(1, k + 1) if _good(terms, j, r, two_sided and has_odd))
+            return _register(horner(terms[:kk], v), base, v), r
+    raise ValueError("series not accurate anywhere")
+
+
+def _register(expr, base, v):
+    _SOURCE[expr] = (base, v)
+    return expr
+
+
+def horner(terms, v):
+    """``c0 v**e0 + c1 v**e1 + ...`` as ``v**e0*(c0 + v**(e1-e0)*(c1 + ...))`` (unevaluated).
+
+    The nesting is kept by the code generator, so each coefficient is added to a
+    product that is small relative to it near 0 (low rounding error).  A negative
+    leading power divides by ``v`` one factor at a time (no overflow of ``v**n``).
+    """
+    h = terms[-1][0]
+    for i in range(len(terms) - 2, -1, -1):
+        gap = terms[i + 1][1] - terms[i][1]
+        h = sp.Add(terms[i][0], sp.Mul(v if gap == 1 else sp.Pow(v, gap), h, evaluate=False), evaluate=False)
+    e0 = terms[0][1]
+    if e0 == 0:
+        return h
+    if e0 > 0:
+        return sp.Mul(v if e0 == 1 else sp.Pow(v, e0), h, evaluate=False)
+    acc = h
+    for _ in range(int(-e0)):
+        acc = sp.Mul(acc, sp.Pow(v, -1), evaluate=False)
+    if not e0.is_Integer:
+        acc = sp.Mul(acc, sp.Pow(sp.sqrt(v), -1), evaluate=False)
+    return acc
 
 
 def split_powers(expr: sp.Expr) -> sp.Expr:
