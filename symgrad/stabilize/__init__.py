@@ -32,6 +32,7 @@ import sympy as sp
 from .accuracy import bits_of_error_report
 from .result import RewriteRecord, StabilizeResult
 from .search import DEFAULT_WORK, Search
+from .transforms import deadline
 
 __all__ = ["stabilize", "StabilizeResult", "RewriteRecord", "bits_of_error_report", "DEFAULT_WORK"]
 
@@ -71,7 +72,8 @@ def stabilize(expr: sp.Expr, variables: Sequence[sp.Symbol], *, domain: Mapping 
     t0 = time.perf_counter()
     expr = sp.sympify(expr)
     s = Search(expr, variables, domain, budget_s, tuple(dtypes), seed, n_points, work=work)
-    best = s.run()
+    with deadline(t0 + 0.75 * budget_s):  # leave room for verification and regimes
+        best = s.run()
     records = []
     for st in best.history:
         cb, ca = s.score(st.before, ()), s.score(st.after, ())

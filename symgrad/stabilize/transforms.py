@@ -12,6 +12,9 @@ References:
 """
 from __future__ import annotations
 
+import contextlib
+import time
+
 import sympy as sp
 
 __all__ = ["algebraic_variants", "series_variants", "split_powers", "adaptive_series", "series_source", "horner"]
@@ -177,6 +180,24 @@ def _good(terms, k, r, two_sided) -> bool:
     return True
 
 
+_DEADLINE: list = [None]  # perf_counter() time by which series work must stop (set by stabilize)
+
+
+@contextlib.contextmanager
+def deadline(t: float | None):
+    """Bound the time spent in series expansions (SymPy cannot be interrupted mid-call, so each
+    step predicts its own cost from the previous one and is skipped if it would overrun)."""
+    saved, _DEADLINE[0] = _DEADLINE[0], t
+    try:
+        yield
+    finally:
+        _DEADLINE[0] = saved
+
+
+def _would_overrun(predicted: float) -> bool:
+    return _DEADLINE[0] is not None and time.perf_counter() + predicted > _DEADLINE[0]
+
+
 def adaptive_series(base, v, radius: float, two_sided: bool = True):
     """Series of ``base`` at 0 in Horner form, with enough terms for |v| <= radius.
 
@@ -191,8 +212,15 @@ def adaptive_series(base, v, radius: float, two_sided: bool = True):
     """
     has_odd = True
     r = float(radius)
+    terms, last_cost, prev_n = None, 0.0, 1
     for n in (12, 24, SERIES_MAX_N):
+        if _would_overrun(last_cost * (n / prev_n) ** 3):  # expansion cost grows ~cubically
+            if terms is None:
+                raise ValueError("stabiliser budget reached before a series could be expanded")
+            break
+        t0 = time.perf_counter()
         terms = _expansion(base, v, n)
+        last_cost, prev_n = time.perf_counter() - t0, n
         if not terms:
             raise ValueError("empty expansion")
         has_odd = any(not (e.is_Integer and int(e) % 2 == 0) for _, e in terms)
