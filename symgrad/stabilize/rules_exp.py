@@ -17,7 +17,7 @@ import sympy as sp
 
 from symgrad.ir.sympy_funcs import expm1, logaddexp, sigmoid, softplus
 from symgrad.ir.sympy_funcs import log1p as sf_log1p
-from .rules_util import Rewrite, coeff_and_rest, constant_minus, exp_terms, x, y
+from .rules_util import Rewrite, coeff_and_rest, constant_minus, exp_factor_pairs, exp_terms, x, y
 
 __all__ = ["EXP_RULES", "lse"]
 
@@ -100,17 +100,9 @@ def _complement(node):
 
 
 def _exp_sigmoid(node):
-    if not node.is_Mul:
-        return []
-    out = []
-    for g in node.args:
-        if g.func is not sp.exp:
-            continue
-        for f in node.args:
-            b, e = f.as_base_exp()
-            if b.func is sigmoid and e.is_Integer and e > 0 and sp.expand(b.args[0] + g.args[0]) == 0:
-                out.append(_without(node, g, f) * b ** (e - 1) * sigmoid(g.args[0]))
-    return out
+    return [_without(node, g, f) * b ** (e - 1) * sigmoid(g.args[0])
+            for g, f, b, e in exp_factor_pairs(node)
+            if b.func is sigmoid and e.is_Integer and e > 0 and sp.expand(b.args[0] + g.args[0]) == 0]
 
 
 def _log_sigmoid(node):
@@ -362,18 +354,9 @@ def _sech2(node):
 
 def _exp_over_expm1(node):
     """exp(u) * expm1(u)**-n -> -expm1(u)**-(n-1) / expm1(-u): e^u/(e^u - 1) = 1/(1 - e^-u), no inf/inf."""
-    if not node.is_Mul:
-        return []
-    out = []
-    for g in node.args:
-        if g.func is not sp.exp:
-            continue
-        for f in node.args:
-            b, n = f.as_base_exp()
-            if b.func is expm1 and n.is_Integer and n < 0 and b.args[0] == g.args[0]:
-                u = g.args[0]
-                out.append(-_without(node, g, f) * b ** (n + 1) / expm1(-u))
-    return out
+    return [-_without(node, g, f) * b ** (n + 1) / expm1(-g.args[0])
+            for g, f, b, n in exp_factor_pairs(node)
+            if b.func is expm1 and n.is_Integer and n < 0 and b.args[0] == g.args[0]]
 
 
 EXP_RULES = [

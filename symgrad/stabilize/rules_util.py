@@ -74,3 +74,15 @@ def constant_minus(node: sp.Expr, replacements: dict) -> list:
         if k != 0 and c == -k and r.func in replacements:
             out.append(node - t - k + replacements[r.func](k, r.args[0]))
     return out
+
+
+def exp_factor_pairs(node: sp.Expr):
+    """``(g, f, base, exponent)`` for every ``exp`` factor ``g`` and factor ``f = base**exponent``
+    of a product (the shape shared by rules that cancel an exponential against another factor)."""
+    if not node.is_Mul:
+        return
+    for g in node.args:
+        if g.func is sp.exp:
+            for f in node.args:
+                b, e = f.as_base_exp()
+                yield g, f, b, e
