@@ -62,22 +62,20 @@ class Entry:
     identity: bool
 
 
-class Compiled(functools.partial):
-    """A compiled transformation of a user function (see :func:`symgrad.jit` etc.).
+class Compiled:
+    """State of a compiled transformation of a user function (see :func:`symgrad.jit` etc.).
 
     Calling it traces and compiles on the first call for each argument structure
-    and core shapes (:meth:`_call`).  Once a call has shown that the generated
-    module's entry point can serve calls directly (scalar cores, plain
-    positional arguments, results needing no restructuring), the object
-    *becomes* that entry point: it subclasses :class:`functools.partial` and its
-    target function is swapped, so a call costs no extra Python frame.  The
-    entry point sends anything that is not a plain number or array (pytrees,
-    tracers of an enclosing transformation) back to :meth:`_call` through its
-    spec's ``fallback``.
+    and core shapes (:meth:`_call`).  Users receive :attr:`public`, a
+    :class:`functools.partial` whose target starts as :meth:`_call`.  Once a call has
+    shown that the generated module's entry point can serve calls directly (scalar
+    cores, plain positional arguments, results needing no restructuring), the
+    partial's target is swapped to that entry point, so a call costs no Python frame
+    of ours (an exact ``functools.partial`` is the cheapest callable CPython offers
+    for this).  The entry point sends anything that is not a plain number or array
+    (pytrees, tracers of an enclosing transformation) back to :meth:`_call` through
+    its spec's ``fallback``.
     """
-
-    def __new__(cls, fn, *args, **kwargs):
-        return super().__new__(cls, _unset)
 
     def __init__(self, fn, kind: str, signature=None, argnums=0, stabilize=True, parallel=False):
         if not callable(fn):
@@ -87,19 +85,18 @@ class Compiled(functools.partial):
         self.signature = parse_signature(signature, self.name)
         self.stabilize, self.parallel = stabilize, parallel
         self._entries: dict = {}
-        self.__doc__ = f"symgrad.{kind} of {self.name}"
         call = self._call
-        self._route(lambda *args: call(args))
+        self.public = functools.partial(lambda *args: call(args))
+        self.public.__dict__.update(
+            __doc__=f"symgrad.{kind} of {self.name} (compiled on first call; see symgrad.{kind})",
+            compiled=self, entry_for=self.entry_for, source=self.source, kind=kind, fn=fn)
+
+    def __call__(self, *args):
+        return self.public(*args)
 
     def _route(self, target) -> None:
-        """Make calls go to ``target`` (the general path, or a module's entry point)."""
-        self.__setstate__((target, (), {}, self.__dict__))
-
-    def __repr__(self) -> str:
-        return f"<symgrad.{self.kind} of {self.name}>"
-
-    def __reduce__(self):
-        raise TypeError("symgrad compiled functions cannot be pickled; pickle the Python function instead")
+        """Make calls of :attr:`public` go to ``target`` (a generated module's entry point)."""
+        self.public.__setstate__((target, (), {}, self.public.__dict__))
 
     def _call(self, args):
         leaves, in_tree = tree_flatten(args)
@@ -173,10 +170,6 @@ class Compiled(functools.partial):
             return fh.read()
 
 
-
-
-def _unset(*args):  # replaced in Compiled.__init__
-    raise RuntimeError("symgrad internal error: Compiled called before initialisation")
 
 
 def _fixed_arity(fn) -> int:

@@ -13,7 +13,7 @@ from ..trace.pytree import tree_flatten, tree_unflatten
 from .compiled import Compiled
 
 
-def jit(fun, signature: str | None = None, *, stabilize: bool = True, parallel: bool = False) -> Compiled:
+def jit(fun, signature: str | None = None, *, stabilize: bool = True, parallel: bool = False):
     """Compile ``fun`` (traced once per argument structure and core shapes).
 
     Args:
@@ -34,11 +34,11 @@ def jit(fun, signature: str | None = None, *, stabilize: bool = True, parallel: 
     >>> float(f(0.0))
     0.6931471805599453
     """
-    return Compiled(fun, "jit", signature, stabilize=stabilize, parallel=parallel)
+    return Compiled(fun, "jit", signature, stabilize=stabilize, parallel=parallel).public
 
 
 def grad(fun, argnums=0, signature: str | None = None, *, stabilize: bool = True,
-         parallel: bool = False) -> Compiled:
+         parallel: bool = False):
     """Gradient of a function with one scalar core output.
 
     Args:
@@ -58,31 +58,31 @@ def grad(fun, argnums=0, signature: str | None = None, *, stabilize: bool = True
     >>> float(symgrad.grad(lambda x: x ** 3.5)(1.1))
     4.44170547...
     """
-    return Compiled(fun, "grad", signature, argnums, stabilize, parallel)
+    return Compiled(fun, "grad", signature, argnums, stabilize, parallel).public
 
 
 def value_and_grad(fun, argnums=0, signature: str | None = None, *, stabilize: bool = True,
-                   parallel: bool = False) -> Compiled:
+                   parallel: bool = False):
     """Like :func:`grad` but returns ``(value, gradient)``, both from one compiled pass."""
-    return Compiled(fun, "value_and_grad", signature, argnums, stabilize, parallel)
+    return Compiled(fun, "value_and_grad", signature, argnums, stabilize, parallel).public
 
 
-def jacobian(fun, argnums=0, signature: str | None = None, *, stabilize: bool = True) -> Compiled:
+def jacobian(fun, argnums=0, signature: str | None = None, *, stabilize: bool = True):
     """Jacobian of ``fun``: for output core shape O and input core shape I, shape ``batch + O + I``.
 
     Forward accumulation is used when the inputs have fewer elements than the
     outputs, reverse accumulation otherwise; both push one identity seed
     through the graph (no per-column loop in generated code).
     """
-    return Compiled(fun, "jacobian", signature, argnums, stabilize)
+    return Compiled(fun, "jacobian", signature, argnums, stabilize).public
 
 
-def hessian(fun, argnums=0, signature: str | None = None, *, stabilize: bool = True) -> Compiled:
+def hessian(fun, argnums=0, signature: str | None = None, *, stabilize: bool = True):
     """Hessian of a scalar-output function, forward-over-reverse; shape ``batch + I + I``.
 
     With a tuple ``argnums`` the result is a nested tuple ``H[i][j]``.
     """
-    return Compiled(fun, "hessian", signature, argnums, stabilize)
+    return Compiled(fun, "hessian", signature, argnums, stabilize).public
 
 
 def _cached(fun, kind, signature, stabilize):
