@@ -219,7 +219,7 @@ def worker_build(h: int, i: int, prewarm: str, do_eval: bool, repeats: int) -> d
         # The generated batch kernel alone, outputs preallocated and reused: separates the
         # kernel's arithmetic from allocating (and first-touching) fresh output memory per call.
         import resource
-        mod = next(iter(dloss._entries.values())).fn.__globals__
+        mod = next(iter(dloss.compiled._entries.values())).fn.__globals__
         kern = next(v for k, v in mod.items() if k.endswith("_grad_f64_batch"))
         n = X.shape[0]
         ins = [np.broadcast_to(W1, (n, h, i)), np.broadcast_to(b1, (n, h)), np.broadcast_to(w2, (n, h)),
@@ -437,7 +437,7 @@ def bench_latency(quick: bool) -> tuple[str, dict]:
     a, b, c = 0.7, 1.3, 0.4
     r_sg, r_hand = g(a, b, c), hand(a, b, c)
     assert all(abs(p - q) < 1e-12 * max(1, abs(q)) for p, q in zip(r_sg, r_hand)), (r_sg, r_hand)
-    entry = next(iter(g._entries.values()))
+    entry = next(iter(g.compiled._entries.values()))
     wrapper = entry.fn                                   # generated module-level f_grad(x, y, z)
     core = wrapper.__globals__["f_grad_f64"]             # the numba dispatcher it calls
     layers = {
