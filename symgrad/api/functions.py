@@ -85,7 +85,9 @@ def hessian(fun, argnums=0, signature: str | None = None, *, stabilize: bool = T
     return Compiled(fun, "hessian", signature, argnums, stabilize).public
 
 
-def _cached(fun, kind, signature, stabilize):
+def _cached(fun, kind, signature, stabilize, argnums=0):
+    """One :class:`Compiled` per (function, transformation, options), kept on the function,
+    so repeated ``vjp``/``jvp``/``hvp`` calls reuse traces and kernels."""
     cache = getattr(fun, "__symgrad_cache__", None)
     if cache is None:
         cache = {}
@@ -93,9 +95,9 @@ def _cached(fun, kind, signature, stabilize):
             fun.__symgrad_cache__ = cache
         except (AttributeError, TypeError):
             pass
-    key = (kind, signature, stabilize)
+    key = (kind, signature, stabilize, argnums)
     if key not in cache:
-        cache[key] = Compiled(fun, kind, signature, argnums=0, stabilize=stabilize)
+        cache[key] = Compiled(fun, kind, signature, argnums=argnums, stabilize=stabilize)
     return cache[key]
 
 
@@ -151,8 +153,7 @@ def hvp(fun, primals, tangents, signature: str | None = None, stabilize: bool = 
     Reference: Pearlmutter, "Fast exact multiplication by the Hessian" (1994).
     """
     primals, tangents = tuple(primals), tuple(tangents)
-    kern = Compiled(fun, "hvp", signature, argnums=tuple(range(len(primals))), stabilize=stabilize)
-    kern = _cached_hvp(fun, signature, stabilize, len(primals))
+    kern = _cached(fun, "hvp", signature, stabilize, argnums=tuple(range(len(primals))))
     entry = kern.entry_for(primals)
     p_leaves, in_tree = tree_flatten(primals)
     t_leaves, _ = tree_flatten(tangents)
@@ -160,14 +161,3 @@ def hvp(fun, primals, tangents, signature: str | None = None, stabilize: bool = 
     flat = [flat] if len(p_leaves) == 1 else list(flat)
     out = tree_unflatten(in_tree, flat)
     return out[0] if len(primals) == 1 else out
-
-
-def _cached_hvp(fun, signature, stabilize, n):
-    key = f"hvp{n}"
-    cache = getattr(fun, "__symgrad_cache__", None)
-    if cache is not None and (key, signature, stabilize) in cache:
-        return cache[(key, signature, stabilize)]
-    kern = Compiled(fun, "hvp", signature, argnums=tuple(range(n)), stabilize=stabilize)
-    if cache is not None:
-        cache[(key, signature, stabilize)] = kern
-    return kern

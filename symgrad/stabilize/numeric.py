@@ -56,6 +56,16 @@ def _const(expr: sp.Expr, t) -> Callable[[Env], np.ndarray]:
     return lambda env: c
 
 
+def _fold(g, parts) -> Callable[[Env], np.ndarray]:
+    """Left fold of the binary ufunc ``g`` over compiled operands (Max/Min, And/Or)."""
+    def fold(env):
+        acc = parts[0](env)
+        for p in parts[1:]:
+            acc = g(acc, p(env))
+        return acc
+    return fold
+
+
 def _compile(expr, pos: dict, t) -> Callable[[Env], np.ndarray]:
     """Memoised per :func:`compile_numpy` call (``pos[None]``): shared subexpressions
     are compiled once and evaluated once per call (DAG, not tree, cost)."""
@@ -106,13 +116,7 @@ def _compile_node(expr, pos: dict, t) -> Callable[[Env], np.ndarray]:
         return lambda env: g(a(env), b(env))
     if f in (sp.Max, sp.Min):
         g = np.maximum if f is sp.Max else np.minimum
-        parts = [_compile(a, pos, t) for a in expr.args]
-        def mm(env):
-            acc = parts[0](env)
-            for p in parts[1:]:
-                acc = g(acc, p(env))
-            return acc
-        return mm
+        return _fold(g, [_compile(a, pos, t) for a in expr.args])
     if isinstance(expr, sp.Piecewise):
         pieces = [(_compile(e, pos, t), _compile(c, pos, t)) for e, c in expr.args]
         def pw(env):
@@ -128,13 +132,7 @@ def _compile_node(expr, pos: dict, t) -> Callable[[Env], np.ndarray]:
         return lambda env: g(a(env), b(env))
     if isinstance(expr, (sp.And, sp.Or)):
         g = np.logical_and if isinstance(expr, sp.And) else np.logical_or
-        parts = [_compile(a, pos, t) for a in expr.args]
-        def lg(env):
-            acc = parts[0](env)
-            for p in parts[1:]:
-                acc = g(acc, p(env))
-            return acc
-        return lg
+        return _fold(g, [_compile(a, pos, t) for a in expr.args])
     if isinstance(expr, sp.Not):
         a = _compile(expr.args[0], pos, t)
         return lambda env: np.logical_not(a(env))
