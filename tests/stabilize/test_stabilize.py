@@ -47,7 +47,7 @@ _LOG1PEXP_F32 = ("float32 softplus = max(x, 0) + log1p(exp(-|x|)) is 2 ulps at x
 def test_log1pexp_stratified(dtype, which, request):
     """1 ulp at log/linear points of +-[1e-8, 2] (STRAT, defined below)."""
     if (which, dtype) == ("f", "float32"):
-        request.applymarker(pytest.mark.xfail(reason=_LOG1PEXP_F32, strict=False))
+        request.applymarker(pytest.mark.xfail(reason=_LOG1PEXP_F32, strict=True))
     f = sp.log(1 + sp.exp(x))
     e = f if which == "f" else sp.diff(f, x)
     res = stab(e, [x])
@@ -87,7 +87,7 @@ XFAIL = {
 
 def _params():
     for name, part, e, vs, dom in _exprs():
-        marks = [pytest.mark.xfail(reason=XFAIL[(name, part)], strict=False)] if (name, part) in XFAIL else []
+        marks = [pytest.mark.xfail(reason=XFAIL[(name, part)], strict=True)] if (name, part) in XFAIL else []
         yield pytest.param(name, part, e, vs, dom, marks=marks)
 
 
@@ -153,7 +153,7 @@ XFAIL_STRAT = {  # pre-existing (unchanged by the series/regime fix), near the r
 
 def _strat_params():
     for name, part, e, vs, dom in _exprs():
-        marks = [pytest.mark.xfail(reason=XFAIL_STRAT[(name, part)], strict=False)] \
+        marks = [pytest.mark.xfail(reason=XFAIL_STRAT[(name, part)], strict=True)] \
             if (name, part) in XFAIL_STRAT else []
         yield pytest.param(name, part, e, vs, dom, marks=marks)
 
