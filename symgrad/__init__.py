@@ -13,6 +13,7 @@ from .api.control import stop_gradient
 from .api.custom import custom_gradient
 from .api.eager import EagerTensor, constant, convert_to_tensor
 from .api.explain import explain
+from .api.explanation import Explanation
 from .api.functions import grad, hessian, hvp, jacobian, jit, jvp, value_and_grad, vjp
 from .api.tape import GradientTape
 from .api.traced import Traced, trace
@@ -25,7 +26,7 @@ __all__ = [
     "jit", "grad", "value_and_grad", "vjp", "jvp", "jacobian", "hessian", "hvp", "trace", "Traced",
     "custom_gradient", "stop_gradient", "Variable",
     "GradientTape", "ForwardAccumulator", "EagerTensor", "constant", "convert_to_tensor",
-    "explain",
+    "explain", "Explanation",
     "SymgradError", "TraceError", "UnsupportedOperationError", "SignatureError", "ShapeError",
     "DTypeError", "RuleError",
 ]

@@ -1,127 +1,324 @@
-"""Step-by-step backpropagation, for teaching: ``symgrad.explain(f, *values)``.
+"""Step-by-step differentiation, for teaching: ``symgrad.explain(f, *point)``.
 
-Prints the forward pass (one line per graph node: its formula in terms of
-earlier nodes and its value) and the backward pass in reverse topological
-order: each node's adjoint ``t_bar`` as the sum over its consumers ``c`` of
-``c_bar * d c / d t``, with values.  This is the loop of a small autodiff
-engine (cf. micrograd's ``backward``), run on the traced graph.
+Reverse mode is the loop of a small autodiff engine (cf. micrograd's
+``backward`` and the seed article on backprop for a graph engine), run on the
+traced graph: visit nodes in reverse topological order; every consumer ``c`` of
+a node ``t`` sends back ``c_bar * dc/dt``, reduced to ``t``'s shape (a sum over
+broadcast axes; ``G Bᵀ`` and ``Aᵀ G`` for a matrix product ``A B``), and
+``t_bar`` is the sum of what arrives.  Forward mode pushes tangents the other
+way: ``t_dot = sum_i dt/da_i * a_i_dot``.  Both use the same derivative rules as
+the compiled transforms (:mod:`symgrad.transforms`), evaluated with NumPy.
 """
 from __future__ import annotations
 
 import numpy as np
 import sympy as sp
 
-from ..ir.interpret import evaluate
+from ..ir.interpret import evaluate, sympy_number
 from ..ir.ops import REGISTRY, E
+from ..ir.rules.structural import index_to_source, parse_spec, unbroadcast
+from ..trace.pytree import tree_flatten
+from .explanation import AdjointStep, Contribution, Explanation, NodeStep, TangentStep
 from .traced import Traced
 
-
-def _fmt(v) -> str:
-    arr = np.asarray(v, dtype=float)
-    if arr.ndim == 0:
-        return f"{float(arr):.6g}"
-    return np.array2string(arr, precision=4, threshold=6)
+__all__ = ["explain", "Explanation"]
 
 
-def explain(fun, *args, signature: str | None = None) -> str:
-    """Text of the forward and backward pass of ``fun`` at ``args`` (scalar output).
+def explain(fun, *args, signature: str | None = None, mode: str = "reverse", tangents=None) -> Explanation:
+    """Forward pass and backward (or forward-mode) pass of ``fun`` at ``args``, node by node.
 
     Args:
-      fun: function with one scalar core output.
-      *args: the point (numbers or arrays matching ``signature``).
+      fun: a traceable function with one scalar core output (reverse mode) or one output
+        of any core shape (forward mode).
+      *args: the point: numbers or arrays (pytrees allowed) matching ``signature``.
+      signature: gufunc signature for array arguments, e.g. ``"(n)->()"``.
+      mode: ``"reverse"`` (adjoints, backpropagation) or ``"forward"`` (tangents).
+      tangents: forward mode only: the seed direction, shaped like ``args``; default 1 for
+        (every element of) the first argument and 0 for the others.
     Returns:
-      A multi-line string; print it.
+      An :class:`~symgrad.api.explanation.Explanation`; ``print`` it for the text that
+      ``symgrad explain`` shows, ``.to_dot()`` for Graphviz, or read its records
+      (``.forward``, ``.backward``, ``.tangents``, ``.gradient``).
+    Raises:
+      ValueError: unknown ``mode``, or ``tangents`` that do not match ``args``.
+      TraceError / SignatureError: as for :func:`symgrad.trace`.
 
     >>> import numpy as np, symgrad
-    >>> print(symgrad.explain(lambda x, y: x * y + np.sin(x), 2.0, 3.0))  # doctest: +ELLIPSIS
-    forward pass:
+    >>> e = symgrad.explain(lambda x, y, z: z * (x + y), -2.0, 5.0, -4.0)
+    >>> {k: float(v) for k, v in e.gradient.items()}
+    {'x': -4.0, 'y': -4.0, 'z': 3.0}
+    >>> print(e)  # doctest: +ELLIPSIS
+    forward pass of <lambda>:
     ...
     """
+    if mode not in ("reverse", "forward"):
+        raise ValueError(f"explain: mode must be 'reverse' or 'forward', got {mode!r}")
     t = Traced(fun, *args, signature=signature)
     p, g = t.program, t.program.graph
-    out = t._scalar_out()
+    if mode == "reverse" or len(p.outputs) != 1:
+        out = t._scalar_out()
+    else:
+        out = p.outputs[0]
     order = [n for n in g.ancestors([out]) if g[n].op not in ("const", "bconst", "eye")]
-    names = {nid: name for nid, name in zip(p.inputs, p.arg_names)}
-    k = 0
-    for nid in order:
-        if nid not in names:
-            names[nid] = f"t{k}"
-            k += 1
-    syms = {nid: sp.Symbol(n) for nid, n in names.items()}
-    env = {i: np.asarray(a, dtype=float) for i, a in zip(p.inputs, _leaves(args))}
+    names = dict(zip(p.inputs, p.arg_names))
+    for k, nid in enumerate(n for n in order if n not in names):
+        names[nid] = f"t{k}"
+    env = {i: np.asarray(a, dtype=float) for i, a in zip(p.inputs, tree_flatten(args)[0])}
     values = dict(zip(order, evaluate(g, order, env)))
-
-    def local(nid):
-        node = g[nid]
-        op = REGISTRY[node.op]
-        parts = [syms.get(a, _const(g, a)) for a in node.args]
-        if op.elementwise and op.sympy is not None:
-            return op.sympy(*parts)
-        return sp.Function(node.op)(*parts)
-
-    lines = ["forward pass:"]
-    for nid in order:
-        if g[nid].op == "input":
-            lines.append(f"  {names[nid]:>8} = {_fmt(values[nid])}   (input)")
-        else:
-            lines.append(f"  {names[nid]:>8} = {str(local(nid)):<28} = {_fmt(values[nid])}")
-    # backward: adjoint of every node, built by the same rules the VJP uses
-    adj_nodes: dict[int, int] = {out: g.const(1.0)}
-    terms: dict[int, list[str]] = {}
+    ref = _Refs(g, names)
+    forward = [NodeStep(names[n], g[n].op, ref.formula(n), tuple(ref.name(a) for a in g[n].args),
+                        g.shape(n), values[n]) for n in order]
+    fname = getattr(fun, "__name__", type(fun).__name__)
+    result = Explanation(fname, mode, names[out], forward)
     with g.derivative_mode():
-        _backward(g, order, names, syms, values, adj_nodes, terms)
-    adj_vals = dict(zip(adj_nodes, evaluate(g, list(adj_nodes.values()), env)))
-    lines += ["", f"backward pass ({names[out]}_bar = 1), reverse topological order:"]
-    for nid in reversed(order):
-        if nid == out or nid not in adj_vals:
-            continue
-        lines.append(f"  {names[nid] + '_bar':>10} = {' + '.join(terms.get(nid, ['0'])):<40} = {_fmt(adj_vals[nid])}")
-    lines += ["", "gradient: " + ", ".join(f"d{names[out]}/d{n} = {_fmt(adj_vals.get(i, 0.0))}"
-                                           for i, n in zip(p.inputs, p.arg_names))]
-    return "\n".join(lines)
+        if mode == "reverse":
+            _reverse(g, p, out, order, ref, env, result)
+        else:
+            _forward(g, p, out, order, ref, env, _seed(p, args, tangents), result)
+    return result
 
 
-def _backward(g, order, names, syms, values, adj_nodes, terms) -> None:
-    """Accumulate every node's adjoint (in ``adj_nodes``) and a readable term list per node."""
+class _Refs:
+    """Display names and formulas of graph nodes."""
+
+    def __init__(self, g, names):
+        self.g, self.names = g, names
+        self.syms = {nid: sp.Symbol(n) for nid, n in names.items()}
+
+    def name(self, nid) -> str:
+        if nid in self.names:
+            return self.names[nid]
+        arr = self.g.consts.get(nid)
+        return str(sympy_number(float(arr))) if arr is not None and arr.ndim == 0 else f"c{nid}"
+
+    def sym(self, nid):
+        return self.syms.get(nid) or sp.Symbol(self.name(nid))
+
+    def formula(self, nid, arg_names=None) -> str:
+        """``nid``'s formula in its operands' names (or in ``arg_names`` when given)."""
+        node = self.g[nid]
+        op = REGISTRY[node.op]
+        a = list(arg_names) if arg_names is not None else [self.name(x) for x in node.args]
+        if op.elementwise and op.sympy is not None:
+            with sp.evaluate(False):  # keep x*x as written, not x**2
+                return str(op.sympy(*(sp.Symbol(s) for s in a)))
+        return structural_formula(self.g, node, a)
+
+    def partial_text(self, pe_id) -> str:
+        env = {n: np.array(s, dtype=object) for n, s in self.syms.items()}
+        try:
+            return str(evaluate(self.g, [pe_id], env, mode="sympy")[0][()])
+        except (IndexError, TypeError, ValueError):
+            return "(local partial)"
+
+
+def structural_formula(g, node, a: list[str]) -> str:
+    """NumPy-like text of an array primitive applied to operand names ``a``."""
+    op, prm = node.op, node.params
+    if op == "sum":
+        full = tuple(range(len(g.shape(node.args[0]))))
+        return f"sum({a[0]})" if tuple(prm[0]) == full else f"sum({a[0]}, axis={tuple(prm[0])})"
+    if op == "contract":
+        return _contract_formula(prm[0], a)
+    if op == "getitem":
+        return f"{a[0]}[{index_to_source(prm[0])}]"
+    if op in ("reshape", "broadcast_to"):
+        return f"{op}({a[0]}, {prm[0]})"
+    if op == "transpose":
+        return f"transpose({a[0]}, {prm[0]})"
+    if op == "concat":
+        return f"concatenate([{', '.join(a)}], axis={prm[0]})"
+    if op == "custom_gradient":
+        return f"{a[0]}  [custom_gradient rule]"
+    return f"{op}({', '.join(a)})"
+
+
+def _contract_formula(spec: str, a: list[str]) -> str:
+    x, y, out = parse_spec(spec)
+    matmul = len(x) == 2 and len(y) == 2 and x[1] == y[0] and out == x[0] + y[1]
+    matvec = len(x) == 2 and y == x[1] and out == x[0]
+    vecmat = len(y) == 2 and x == y[0] and out == y[1]
+    if matmul or matvec or vecmat or (x == y and len(x) == 1 and out == ""):
+        return f"{a[0]} @ {a[1]}"
+    if not set(x) & set(y) and out == x + y:
+        return f"outer({a[0]}, {a[1]})"
+    return f"einsum('{spec}', {a[0]}, {a[1]})"
+
+
+def _contract_rule(spec: str, which: int, ct: str, a: list[str]) -> tuple[str, str]:
+    """(rule, note) mapping the upstream gradient ``ct`` of ``contract`` back to operand ``which``."""
+    x, y, out = parse_spec(spec)
+    if len(x) == 2 and len(y) == 2 and x[1] == y[0] and out == x[0] + y[1]:
+        return ((f"{ct} @ {a[1]}.T", f"matrix product: G Bᵀ, G = {ct}") if which == 0 else
+                (f"{a[0]}.T @ {ct}", f"matrix product: Aᵀ G, G = {ct}"))
+    if len(x) == 2 and y == x[1] and out == x[0]:
+        return ((f"outer({ct}, {a[1]})", f"matrix-vector product: G vᵀ, G = {ct}") if which == 0 else
+                (f"{a[0]}.T @ {ct}", f"matrix-vector product: Aᵀ G, G = {ct}"))
+    if len(y) == 2 and x == y[0] and out == y[1]:
+        return ((f"{a[1]} @ {ct}", f"vector-matrix product: B G, G = {ct}") if which == 0 else
+                (f"outer({a[0]}, {ct})", f"vector-matrix product: v Gᵀ, G = {ct}"))
+    if x == y and out == "":
+        return f"{ct} * {a[1 - which]}", "dot product: G times the other operand"
+    rule = (f"einsum('{out},{y}->{x}', {ct}, {a[1]})" if which == 0 else
+            f"einsum('{x},{out}->{y}', {a[0]}, {ct})")
+    return rule, "contraction: contract the upstream gradient with the other operand"
+
+
+def _structural_rule(g, node, which: int, ct: str, a: list[str]) -> tuple[str, str]:
+    """(rule, note) of an array primitive's VJP, in words and names."""
+    op, shape = node.op, g.shape(node.args[which])
+    if op == "contract":
+        return _contract_rule(node.params[0], which, ct, a)
+    if op == "sum":
+        return f"broadcast_to({ct}, {shape})", f"a sum sends its gradient back to every summand: shape {shape}"
+    if op == "broadcast_to":
+        return f"sum({ct}) over broadcast axes", f"sum over the broadcast axes back to shape {shape}"
+    if op == "getitem":
+        return (f"zeros({shape}) with [{index_to_source(node.params[0])}] = {ct}",
+                f"scatter into zeros of shape {shape}")
+    if op == "reshape":
+        return f"reshape({ct}, {shape})", ""
+    if op == "transpose":
+        return f"transpose({ct}, {tuple(np.argsort(node.params[0]).tolist())})", "inverse permutation"
+    if op == "custom_gradient":
+        return f"user rule({ct})", "custom_gradient: the user's grad_fn replaces the derived VJP"
+    return f"{op}_vjp({ct})", ""
+
+
+def _broadcast_note(arg_shape, out_shape) -> str:
+    if tuple(arg_shape) == tuple(out_shape):
+        return ""
+    lead = len(out_shape) - len(arg_shape)
+    axes = list(range(lead)) + [lead + i for i, d in enumerate(arg_shape) if d == 1 and out_shape[lead + i] != 1]
+    return f"sum over broadcast axes {tuple(axes)} back to shape {tuple(arg_shape)}"
+
+
+def _reverse(g, p, out, order, ref, env, result: Explanation) -> None:
+    adj = {out: g.const(np.ones(g.shape(out)))}
+    pending: dict[int, list[tuple]] = {}  # node -> [(consumer, upstream id, local, local id, contrib id, note)]
+    computed = set(order)
     for nid in reversed(order):
         node = g[nid]
-        if nid not in adj_nodes or node.op == "input":
+        if nid not in adj or node.op == "input":
             continue
         op = REGISTRY[node.op]
         if op.nondiff:
             continue
-        if not op.elementwise:  # structural op: its own VJP rule (e.g. a sum broadcasts back)
-            for a, c in zip(node.args, op.vjp(g, node, adj_nodes[nid], 0)):
-                if c is None or a not in values:
+        arg_names = [ref.name(a) for a in node.args]
+        ct_name = f"{ref.name(nid)}_bar"
+        if op.elementwise:
+            partials = op.partials(E(g, nid), *[E(g, a) for a in node.args])
+            contribs = []
+            for a, pe in zip(node.args, partials):
+                if pe is None or a not in computed:
                     continue
-                adj_nodes[a] = c if a not in adj_nodes else g.apply("add", adj_nodes[a], c)
-                terms.setdefault(a, []).append(f"{node.op}_vjp({names[nid]}_bar)")
+                c = unbroadcast(g, g.apply("mul", adj[nid], pe.id), g.shape(a), 0)
+                contribs.append((a, ref.partial_text(pe.id), pe.id, c, _broadcast_note(g.shape(a), node.shape)))
+        else:
+            cts = op.vjp(g, node, adj[nid], 0)
+            contribs = []
+            for k, (a, c) in enumerate(zip(node.args, cts)):
+                if c is None or a not in computed:
+                    continue
+                rule, note = _structural_rule(g, node, k, ct_name, arg_names)
+                contribs.append((a, rule, None, c, note))
+        for a, local, local_id, c, note in contribs:
+            pending.setdefault(a, []).append((ref.name(nid), adj[nid], local, local_id, c, note))
+            adj[a] = c if a not in adj else g.apply("add", adj[a], c)
+    ids = sorted({i for lst in pending.values() for e in lst for i in (e[1], e[3], e[4]) if i is not None}
+                 | set(adj.values()))
+    val = dict(zip(ids, evaluate(g, ids, env)))
+    for nid in reversed(order):
+        if nid == out or nid not in pending:
             continue
-        partials = op.partials(E(g, nid), *[E(g, a) for a in node.args])
-        for a, pe in zip(node.args, partials):
-            if pe is None or a not in values:
+        contribs = tuple(Contribution(cons, val[up], local, None if lid is None else val[lid], val[c], note)
+                         for cons, up, local, lid, c, note in pending[nid])
+        result.backward.append(AdjointStep(ref.name(nid), g.shape(nid), contribs, val[adj[nid]]))
+    result.gradient = {n: (val[adj[i]] if i in adj else np.zeros(g.shape(i)))
+                       for i, n in zip(p.inputs, p.arg_names)}
+
+
+def _seed(p, args, tangents) -> list[np.ndarray]:
+    g = p.graph
+    if tangents is None:
+        return [np.ones(g.shape(i)) if k == 0 else np.zeros(g.shape(i)) for k, i in enumerate(p.inputs)]
+    leaves = tree_flatten(tangents)[0]
+    if len(leaves) != len(p.inputs):
+        raise ValueError(f"explain: tangents must match the arguments ({len(p.inputs)} leaves: "
+                         f"{', '.join(p.arg_names)}); got {len(leaves)}")
+    seeds = []
+    for leaf, i, n in zip(leaves, p.inputs, p.arg_names):
+        arr = np.asarray(leaf, dtype=float)
+        try:
+            seeds.append(np.broadcast_to(arr, g.shape(i)).copy())
+        except ValueError:
+            raise ValueError(f"explain: tangent for {n} has shape {arr.shape}, "
+                             f"but {n} has shape {g.shape(i)}") from None
+    return seeds
+
+
+def _forward(g, p, out, order, ref, env, seeds, result: Explanation) -> None:
+    tan: dict[int, int] = {}
+    env = dict(env)
+    for i, n, s in zip(p.inputs, p.arg_names, seeds):
+        tan[i] = g.input(f"{n}_dot", g.shape(i))
+        env[tan[i]] = s
+        result.seed[n] = s
+    records = []
+    for nid in order:
+        node = g[nid]
+        if node.op == "input":
+            continue
+        op = REGISTRY[node.op]
+        arg_t = [tan.get(a) for a in node.args]
+        if op.nondiff or all(t is None for t in arg_t):
+            continue
+        dots = [f"{ref.name(a)}_dot" if t is not None else "0" for a, t in zip(node.args, arg_t)]
+        note = ""
+        if op.elementwise:
+            partials = op.partials(E(g, nid), *[E(g, a) for a in node.args])
+            terms, texts, outt = [], [], None
+            for a, pe, t, d in zip(node.args, partials, arg_t, dots):
+                if pe is None or t is None:
+                    continue
+                local = ref.partial_text(pe.id)
+                terms.append((ref.name(a), local))
+                texts.append(d if local == "1" else f"{_factor(local)} * {d}")
+                term = g.apply("mul", pe.id, t)
+                outt = term if outt is None else g.apply("add", outt, term)
+                if g.shape(a) != node.shape:
+                    note = f"{d} broadcasts from {g.shape(a)} to {node.shape}"
+            if outt is None:
                 continue
-            contrib = g.apply("mul", adj_nodes[nid], pe.id)
-            adj_nodes[a] = contrib if a not in adj_nodes else g.apply("add", adj_nodes[a], contrib)
-            sym_env = {n: np.array(s, dtype=object) for n, s in syms.items()}
-            pexpr = evaluate(g, [pe.id], sym_env, mode="sympy")[0][()]
-            factor = "" if pexpr == 1 else f" * {_paren(pexpr)}"
-            terms.setdefault(a, []).append(f"{names[nid]}_bar{factor}")
+            if g.shape(outt) != node.shape:
+                outt = g.apply("broadcast_to", outt, params=(node.shape,))
+            formula = " + ".join(texts)
+        else:
+            outt = op.jvp(g, node, arg_t, 0)
+            if outt is None:
+                continue
+            terms, formula = (), _linear_formula(ref, g, nid, arg_t, dots)
+        tan[nid] = outt
+        records.append((nid, formula, tuple(terms), note))
+    ids = [tan[n] for n, *_ in records]
+    val = dict(zip(ids, evaluate(g, ids, env)))
+    for nid, formula, terms, note in records:
+        result.tangents.append(TangentStep(ref.name(nid), g.shape(nid), formula, terms, val[tan[nid]], note))
+    result.gradient = {"output_dot": val[tan[out]] if out in tan else np.zeros(g.shape(out))}
 
 
-def _paren(expr) -> str:
-    text = str(expr)
-    return text if expr.is_Atom or isinstance(expr, sp.Function) else f"({text})"
+def _linear_formula(ref, g, nid, arg_t, dots) -> str:
+    """Tangent of an array primitive: the op on the tangents, with the product rule for products."""
+    node = g[nid]
+    names = [ref.name(a) for a in node.args]
+    if node.op == "contract":  # bilinear: A_dot B + A B_dot
+        parts = []
+        for k in range(2):
+            if arg_t[k] is not None:
+                parts.append(_contract_formula(node.params[0], [dots[0], names[1]] if k == 0 else [names[0], dots[1]]))
+        return " + ".join(parts)
+    return ref.formula(nid, dots)
 
 
-def _leaves(args):
-    from ..trace.pytree import tree_flatten
-
-    return tree_flatten(args)[0]
-
-
-def _const(g, nid):
-    from ..ir.interpret import sympy_number
-
-    arr = g.consts.get(nid)
-    return sympy_number(float(arr)) if arr is not None and arr.ndim == 0 else sp.Symbol(f"c{nid}")
+def _factor(text: str) -> str:
+    return text if text.replace("_", "").replace(".", "").isalnum() else f"({text})"

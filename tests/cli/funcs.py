@@ -41,3 +41,7 @@ def loss_zxy(x, y, z):
 
 def rosen(x):
     return np.sum(100.0 * (x[1:] - x[:-1] ** 2) ** 2 + (1.0 - x[:-1]) ** 2)
+
+
+def bias_matmul(A, B, b):
+    return np.sum((A @ B + b) ** 2)

@@ -145,7 +145,7 @@ def test_explain_prints_every_adjoint_and_the_gradient(capsys):
     # Loss = z * (x + y) at (x, y, z) = (-2, 5, -4): dL/dx = dL/dy = z = -4, dL/dz = x + y = 3
     assert main(["explain", FUNCS + ":loss_zxy", "--at", "x=-2,y=5,z=-4"]) == 0
     out = capsys.readouterr().out
-    assert "forward pass:" in out and "backward pass" in out
+    assert "forward pass of loss_zxy:" in out and "backward pass" in out
     assert re.search(r"x_bar = .* = -4\b", out) and re.search(r"z_bar = .* = 3\b", out)
     assert out.rstrip().endswith("= -4, dt1/dy = -4, dt1/dz = 3")
 
