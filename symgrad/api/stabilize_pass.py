@@ -23,7 +23,7 @@ from ..ir.ops import REGISTRY
 
 MAX_REGION_NODES = 60
 DEFAULT_BUDGET_S = float(os.environ.get("SYMGRAD_STABILIZE_BUDGET", "2.0"))  # seconds per expression
-ACCURATE_MEAN_BITS = 1.5  # regions already this accurate in both dtypes are not searched
+ACCURATE_MEAN_BITS = 1.5  # regions this accurate on average, and within 2 ulps everywhere probed, are not searched
 
 
 def _region_expr(g: Graph, root: int):
@@ -71,7 +71,7 @@ def budget_of(stabilize) -> float:
 def stabilize_kernel(g: Graph, kernel: KernelDef, budget_s: float | None = None) -> list[str]:
     """Rewrite ``kernel``'s outputs into stable forms in place; return header lines."""
     budget_s = DEFAULT_BUDGET_S if budget_s is None else budget_s
-    from ..stabilize import bits_of_error_report, stabilize
+    from ..stabilize import needs_search, stabilize
 
     header: list[str] = []
     for out in kernel.outputs:
@@ -86,8 +86,7 @@ def stabilize_kernel(g: Graph, kernel: KernelDef, budget_s: float | None = None)
             continue
         variables = sorted(leaves, key=lambda s: s.name)
         try:
-            probe = [bits_of_error_report(expr, variables, dt, n=64) for dt in ("float64", "float32")]
-            if all(mean < ACCURATE_MEAN_BITS for mean, _ in probe):
+            if not needs_search(expr, variables, ACCURATE_MEAN_BITS):
                 continue
             res = stabilize(expr, variables, budget_s=budget_s)
         except NotImplementedError as exc:  # an op the error model cannot sample: keep the derived form
@@ -95,12 +94,22 @@ def stabilize_kernel(g: Graph, kernel: KernelDef, budget_s: float | None = None)
             continue
         if res.budget_exhausted:
             header.append(f"stabilize: {out.name}: search stopped at the {budget_s:g} s budget")
-        if not res.records or res.expr == expr:
+        records = list(res.records)
+        if res.widen_float32 and not _scalar_cores(kernel):  # only scalar cores compute in float64
+            records.pop()
+            header.append(f"stabilize: {out.name}: float32 beyond 2 ulps; float64 evaluation needs scalar cores")
+        elif res.widen_float32:
+            kernel.widen_float32 = True
+        if not records:
             continue
-        new = from_sympy(g, res.expr, leaves)
+        new = from_sympy(g, res.expr, leaves) if res.expr != expr else out.node
         out.node = new
-        kernel.rewrites += [(out.name, r) for r in res.records]
-        lines = [f"rewrite {r.one_line()}" for r in res.records]
-        kernel.comments[new] = "\n".join(lines)
+        kernel.rewrites += [(out.name, r) for r in records]
+        lines = [f"rewrite {r.one_line()}" for r in records]
+        kernel.comments[new] = "\n".join(filter(None, [kernel.comments.get(new), *lines]))
         header += [f"{out.name}: {line}" for line in lines]
     return header
+
+
+def _scalar_cores(kernel: KernelDef) -> bool:
+    return all(a.shape == () for a in kernel.args) and all(o.shape == () for o in kernel.outputs)

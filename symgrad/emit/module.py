@@ -40,6 +40,7 @@ class KernelDef:
     comments: dict[int, str] = field(default_factory=dict)
     parallel: bool = False
     rewrites: list = field(default_factory=list)  # (output name, RewriteRecord) applied by the stabiliser
+    widen_float32: bool = False  # float32 core computes in float64 and rounds once (scalar cores only)
 
 
 def _encode(arr: np.ndarray) -> str:
@@ -66,11 +67,15 @@ def emit_kernel(g: Graph, k: KernelDef, dtypes=DTYPES) -> tuple[list[str], list[
     lines: list[str] = []
     for dtype in dtypes:
         sfx = SUFFIX[dtype]
-        body = print_body(g, k.args, k.outputs, dtype, cnames, k.comments)
-        lines += ["", "", JIT, f"def {k.name}_{sfx}({params}):", f'    """{k.doc} ({dtype} core)."""']
+        widen = dtype == "float32" and k.widen_float32 and not arr_outs and all(a.shape == () for a in k.args)
+        body = print_body(g, k.args, k.outputs, "float64" if widen else dtype, cnames, k.comments)
+        doc = f"{k.doc} ({dtype} core, computed in float64 and rounded once)" if widen else f"{k.doc} ({dtype} core)"
+        lines += ["", "", JIT, f"def {k.name}_{sfx}({params}):", f'    """{doc}."""']
+        if widen:  # float32 in, float32 out, float64 in between (see symgrad.stabilize.widen)
+            lines += [f"    {a} = np.float64({a})" for a in arg_names]
         lines += _indent(body)
         if ret:
-            lines.append(f"    return {ret}")
+            lines.append(f"    return {', '.join(f'np.float32({o})' for o in sca_outs) if widen else ret}")
         call_args = [f"{a}[_b]" for a in arg_names] + list(cnames.values()) + [f"{o}[_b]" for o in arr_outs]
         call = f"{k.name}_{sfx}({', '.join(call_args)})"
         stmt = f"{', '.join(o + '[_b]' for o in sca_outs)} = {call}" if sca_outs else call

@@ -29,12 +29,14 @@ from typing import Mapping, Sequence
 import numpy as np
 import sympy as sp
 
-from .accuracy import bits_of_error_report
+from .accuracy import bits_of_error_report, ulp_bits
+from .numeric import compile_numpy
 from .result import RewriteRecord, StabilizeResult
 from .search import DEFAULT_WORK, Search
 from .transforms import deadline
+from .widen import TWO_ULPS, stress_sample, widen_record
 
-__all__ = ["stabilize", "StabilizeResult", "RewriteRecord", "bits_of_error_report", "DEFAULT_WORK"]
+__all__ = ["stabilize", "needs_search", "StabilizeResult", "RewriteRecord", "bits_of_error_report", "DEFAULT_WORK"]
 
 
 def _summary(bits_before: dict, bits_after: dict) -> dict:
@@ -56,20 +58,21 @@ def stabilize(expr: sp.Expr, variables: Sequence[sp.Symbol], *, domain: Mapping 
         variables: ordered input symbols.
         domain: optional ``{symbol: (lo, hi)}``; default all finite floats where
             the exact value is finite and real.
-        budget_s: wall-clock safety cap (sampling included).  The search itself is
-            bounded by the deterministic ``work`` budget; the cap only matters on a
-            very slow or overloaded machine.
+        budget_s: safety cap in CPU seconds of this process (``time.process_time``,
+            sampling included), so other processes' load does not cut the search.  The
+            search itself is bounded by the deterministic ``work`` budget; the cap only
+            matters for very expensive expressions or a very slow machine.
         work: deterministic work budget in units (about one per scored candidate).
         dtypes: floating-point formats to score (error averaged over them).
         seed: RNG seed.  Results are deterministic for given (expr, variables, domain,
-            dtypes, seed, n_points, work) unless the wall-clock cap is hit
+            dtypes, seed, n_points, work) unless the CPU-time cap is hit
             (``result.timed_out``).
         n_points: sample points per dtype.
 
     Returns:
         :class:`StabilizeResult` with the chosen expression and the applied rewrites.
     """
-    t0 = time.perf_counter()
+    t0 = time.process_time()
     expr = sp.sympify(expr)
     s = Search(expr, variables, domain, budget_s, tuple(dtypes), seed, n_points, work=work)
     with deadline(t0 + 0.75 * budget_s):  # leave room for verification and regimes
@@ -80,5 +83,30 @@ def stabilize(expr: sp.Expr, variables: Sequence[sp.Symbol], *, domain: Mapping 
         bits = _summary(cb.bits, ca.bits) if cb is not None and ca is not None else {}
         records.append(RewriteRecord(st.name, st.sub_before, st.sub_after, bits, st.regime,
                                      st.before, st.after))
-    return StabilizeResult(best.expr, records, s.exhausted, time.perf_counter() - t0,
-                           _summary(s.orig.bits, best.bits), s.used, s.timed_out)
+    summary = _summary(s.orig.bits, best.bits)
+    widen = None
+    if "float32" in s.samples:  # float32 still beyond 2 ulps somewhere: compute it in float64
+        widen = widen_record(best.expr, s.vars, s.samples["float32"], best.bits["float32"], expr, domain)
+    if widen is not None:
+        records.append(widen)
+        summary["float32"] = summary["float32"][:2] + widen.bits["float32"][2:]
+    return StabilizeResult(best.expr, records, s.exhausted, time.process_time() - t0,
+                           summary, s.used, s.timed_out, widen is not None)
+
+
+def needs_search(expr: sp.Expr, variables: Sequence[sp.Symbol], mean_bits: float = 1.5) -> bool:
+    """Quick probe: is ``expr`` inaccurate enough to search for a better form?
+
+    True when the mean error over a 64-point sample reaches ``mean_bits`` in float64 or
+    float32, or some point of that sample or of the float32 :func:`~.widen.stress_sample`
+    (moderate magnitudes and the floats next to roots) is beyond 2 ulps.
+    """
+    for dt in ("float64", "float32"):
+        mean, mx = bits_of_error_report(expr, variables, dt, n=64)
+        if mean >= mean_bits or mx > TWO_ULPS + 1e-9:
+            return True
+    stress = stress_sample(expr, variables)
+    if stress is not None and len(stress.X):
+        bits = ulp_bits(compile_numpy(expr, variables, np.float32)(stress.X), stress.ref)
+        return bool(bits.max() > TWO_ULPS + 1e-9)
+    return False

@@ -49,12 +49,14 @@ class StabilizeResult:
     Attributes:
         expr: chosen expression (the input when nothing better was found).
         records: applied rewrites, in order.
-        budget_exhausted: True when the work budget or the wall-clock cap cut the search short.
-        seconds: wall time spent.
+        budget_exhausted: True when the work budget or the CPU-time cap cut the search short.
+        seconds: CPU seconds spent.
         work: work units spent (deterministic; see :mod:`symgrad.stabilize.search`).
-        timed_out: True when the wall-clock cap (not the work budget) cut the search; only
+        timed_out: True when the CPU-time cap (not the work budget) cut the search; only
             then can the result depend on machine load.
         bits: ``{dtype: (mean_before, max_before, mean_after, max_after)}`` for the whole expression.
+        widen_float32: float32 kernels should evaluate ``expr`` in float64 and round once
+            (see :mod:`symgrad.stabilize.widen`); the last record says so.
     """
     expr: sp.Expr
     records: list
@@ -63,3 +65,11 @@ class StabilizeResult:
     bits: dict = field(default_factory=dict, hash=False)
     work: int = 0
     timed_out: bool = False
+    widen_float32: bool = False
+
+    def evaluate(self, variables, X, dtype):
+        """Values at the rows of ``X`` as the emitted kernel computes them in ``dtype``
+        (float64 then one rounding for float32 when ``widen_float32``)."""
+        from .widen import evaluate_result
+
+        return evaluate_result(self.expr, self.widen_float32, variables, X, dtype)

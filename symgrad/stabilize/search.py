@@ -24,10 +24,10 @@ The search is bounded by a deterministic *work* budget counted in units (one
 unit per newly scored candidate, a few units per algebraic transformation,
 localisation or series expansion; see ``COST``).  The same expression, sample
 size and seed therefore always explore the same candidates and return the same
-result, independent of machine load.  The wall-clock ``budget_s`` is only an
-outer safety cap; when either limit cuts the search the result reports
-``budget_exhausted=True`` (only a wall-clock cut can make a result depend on
-timing).
+result, independent of machine load.  ``budget_s`` is only an outer safety cap,
+in CPU seconds of this process (``time.process_time``), so a busy machine does not
+cut the search; when either limit cuts it the result reports
+``budget_exhausted=True`` (only a CPU-time cut can make a result depend on timing).
 
 References:
     Panchekha, Sanchez-Stern, Wilcox & Tatlock (2015), "Automatically improving
@@ -47,7 +47,7 @@ import sympy as sp
 from .accuracy import make_sample, point_bits
 from .localize import local_errors
 from .reference import compile_mpmath
-from .regimes import best_split
+from .regimes import TWO_ULPS, best_split
 from .rewrites import RULES
 from .transforms import algebraic_variants, series_variants
 from .verify import equivalent
@@ -60,6 +60,7 @@ COST = {"score": 1, "algebraic": 5, "localize": 10, "series": 40, "regime": 20, 
 SERIES_ABOVE = 0.25  # bits: series/regimes are tried only when the best exact form is worse than this
 TIE = 0.05  # bits: candidates this close to the best mean error count as tied (cheaper wins)
 IMPROVE_EPS = 0.01
+MIN_REGIME_GAIN = 0.1  # bits of mean error a regime split must win (see _worth_a_branch)
 REGRESSION_SLACK = 2.0  # bits; see Search.acceptable  # bits: a round must lower the best mean error by more than this to continue
 
 
@@ -134,7 +135,7 @@ class Search:
 
     def __init__(self, expr, variables, domain, budget_s, dtypes, seed, n_points, work=DEFAULT_WORK,
                  beam=4, rounds=4):
-        self.t0 = time.perf_counter()
+        self.t0 = time.process_time()
         self.expr, self.vars, self.domain = expr, list(variables), domain
         self.budget_s, self.work, self.beam, self.rounds = budget_s, work, beam, rounds
         self.used = 0
@@ -154,7 +155,7 @@ class Search:
     def out_of_budget(self) -> bool:
         if self.used >= self.work:
             self.exhausted = True
-        elif time.perf_counter() - self.t0 > self.budget_s:
+        elif time.process_time() - self.t0 > self.budget_s:
             self.exhausted = self.timed_out = True
         return self.exhausted
 
@@ -364,7 +365,7 @@ class Search:
                     pw, cond, _ = split
                     rc = self.score(pw, best_exact.history + (
                         Step("regime_split", best_exact.expr, pw, best_exact.expr, pw, cond),))
-                    if rc is not None and rc.score < best_exact.score - 1e-9 and self.acceptable(rc):
+                    if rc is not None and _worth_a_branch(rc, best_exact) and self.acceptable(rc):
                         final = [rc] + final
         for c in final:
             if c is self.orig:
@@ -373,6 +374,22 @@ class Search:
             if equivalent(self.expr, c.expr, self.vars, self.domain):
                 return c
         return self.orig
+
+
+def _worth_a_branch(split: Cand, single: Cand) -> bool:
+    """Is a regime split worth its branch over the best single formula?
+
+    It must lower the mean error by ``MIN_REGIME_GAIN`` bits, or bring clearly more
+    points within 2 ulps (at least 2, and 5% of those over).  A smaller gain is
+    sampling noise: the split would add a branch and a formula for nothing.
+    """
+    if split.score > single.score - 1e-9:
+        return False
+    if split.score <= single.score - MIN_REGIME_GAIN:
+        return True
+    over = lambda c: sum(int(np.count_nonzero(b > TWO_ULPS + 1e-9)) for b in c.bits.values())  # noqa: E731
+    n_single, n_split = over(single), over(split)
+    return n_single - n_split >= max(2, 0.05 * n_single)
 
 
 def _complements(base, pool, k):

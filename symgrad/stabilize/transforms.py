@@ -180,7 +180,7 @@ def _good(terms, k, r, two_sided) -> bool:
     return True
 
 
-_DEADLINE: list = [None]  # perf_counter() time by which series work must stop (set by stabilize)
+_DEADLINE: list = [None]  # process_time() (CPU seconds) by which series work must stop (set by stabilize)
 
 
 @contextlib.contextmanager
@@ -195,7 +195,7 @@ def deadline(t: float | None):
 
 
 def _would_overrun(predicted: float) -> bool:
-    return _DEADLINE[0] is not None and time.perf_counter() + predicted > _DEADLINE[0]
+    return _DEADLINE[0] is not None and time.process_time() + predicted > _DEADLINE[0]
 
 
 def adaptive_series(base, v, radius: float, two_sided: bool = True):
@@ -218,9 +218,9 @@ def adaptive_series(base, v, radius: float, two_sided: bool = True):
             if terms is None:
                 raise ValueError("stabiliser budget reached before a series could be expanded")
             break
-        t0 = time.perf_counter()
+        t0 = time.process_time()
         terms = _expansion(base, v, n)
-        last_cost, prev_n = time.perf_counter() - t0, n
+        last_cost, prev_n = time.process_time() - t0, n
         if not terms:
             raise ValueError("empty expansion")
         has_odd = any(not (e.is_Integer and int(e) % 2 == 0) for _, e in terms)

@@ -19,7 +19,9 @@ _cache = {}
 def stab(expr, vs, domain=None):
     key = (sp.srepr(expr), str(domain))
     if key not in _cache:
-        _cache[key] = stabilize(expr, vs, domain=domain, budget_s=6.0, n_points=N)
+        # a generous wall-clock cap: the deterministic work budget decides, not the machine's load
+        _cache[key] = stabilize(expr, vs, domain=domain, budget_s=60.0, n_points=N)
+        assert not _cache[key].timed_out, f"stabilize({expr}) hit the 60 s wall-clock cap"
     return _cache[key]
 
 
@@ -31,7 +33,7 @@ def test_log1pexp_points(dtype, which):
     res = stab(e, [x])
     X = np.array([[v] for v in PTS], dtype=dtype)
     ref = reference_values(compile_mpmath(e, [x]), X, dtype)
-    got = evaluate(res.expr, [x], X, dtype)
+    got = res.evaluate([x], X, dtype)
     assert np.all(np.isfinite(got))
     assert np.all(ulp_bits(got, ref) <= 1.0), (res.expr, got, ref)
 
@@ -53,7 +55,7 @@ def test_log1pexp_stratified(dtype, which, request):
     res = stab(e, [x])
     X = STRAT[:, None].astype(dtype)
     ref = reference_values(compile_mpmath(e, [x]), X, dtype)
-    got = evaluate(res.expr, [x], X, dtype)
+    got = res.evaluate([x], X, dtype)
     bits = ulp_bits(got, ref)
     assert np.all(np.isfinite(got))
     assert bits.max() <= 1.0, (res.expr, X[bits > 1.0, 0], bits.max())
@@ -95,7 +97,9 @@ def _params():
 def test_accuracy_2ulps(name, part, expr, vs, dom):
     res = stab(expr, vs, dom)
     for dt in ("float64", "float32"):
-        mean, mx = bits_of_error_report(res.expr, vs, dt, domain=dom, n=N, reference_expr=expr)
+        s = make_sample(expr, vs, dt, domain=dom, n=N)
+        bits = ulp_bits(res.evaluate(vs, s.X, dt), s.ref)  # as the kernel computes it
+        mean, mx = (float(bits.mean()), float(bits.max())) if len(bits) else (0.0, 0.0)
         nmean, nmax = bits_of_error_report(expr, vs, dt, domain=dom, n=N)
         assert mean <= nmean + 0.05 and mean < 1.0, (dt, res.expr, mean, nmean)
         # max within 2 ulps (log2(1+2) bits).  Documented exception: where the
@@ -104,8 +108,7 @@ def test_accuracy_2ulps(name, part, expr, vs, dom):
         # the subnormal range after an unavoidable overflow of x**2) no
         # working-precision formula reaches 2 ulps.
         if name not in ("lse3", "softmax_ce") and mx > TWO_ULPS:
-            s = make_sample(expr, vs, dt, domain=dom, n=N)
-            _assert_max(expr, vs, s.X, point_bits(res.expr, vs, s), dt, res.expr)
+            _assert_max(expr, vs, s.X, bits, dt, res.expr)
 
 
 TWO_ULPS = np.log2(3) + 1e-9
@@ -144,11 +147,7 @@ def _strat_points(vs, dom, dtype):
     return X
 
 
-XFAIL_STRAT = {  # pre-existing (unchanged by the series/regime fix), near the root x0 = -1.2785 of swish'
-    ("swish", "d/dx"): "swish' float32 is 3 ulps at x = -1.0847 (kappa = 6.3, just below the ILL cut of 7) "
-                       "in the form (x + exp(x) + 1)*exp(x)/(exp(x) + 1)**2, whose x + exp(x) + 1 cancels "
-                       "towards the root; points closer to the root (kappa 110-2750) are excused by conditioning",
-}
+XFAIL_STRAT: dict = {}  # (name, part) -> reason; empty since float32 kernels may compute in float64
 
 
 def _strat_params():
@@ -170,7 +169,7 @@ def test_accuracy_2ulps_stratified(name, part, expr, vs, dom):
         X = _strat_points(vs, dom, dt)
         ref = reference_values(compile_mpmath(expr, vs), X, dt)
         ok = np.isfinite(ref)
-        got = evaluate(res.expr, vs, X[ok], dt)
+        got = res.evaluate(vs, X[ok], dt)
         bits = ulp_bits(got, ref[ok])
         if name in ("lse3", "softmax_ce"):
             assert bits.mean() < 1.0, (dt, res.expr, bits.mean())
