@@ -104,7 +104,6 @@ def test_topic3_jvp_vs_vjp():
     assert field(out, "g: R^400 -> R^3; passes for the full Jacobian") == "JVP 400, VJP 3"
     assert num(out, "time for 400 JVPs") > 0 and num(out, "time for 3 VJPs") > 0
     assert num(out, "max |J_jvp - J_vjp|") < 1e-14
-    assert num(out, "max |J_vjp - symgrad.jacobian|") < 1e-14
 
 
 # -- topic 4 -------------------------------------------------------------------------------------
