@@ -374,7 +374,7 @@ def reference_values(fn, X: np.ndarray, dtype) -> np.ndarray:
             # jump straight to a precision that covers the cancellation just observed
             # (total cancellation -- a zero result -- says nothing about the size: x4)
             need = _LOSS[0] + _MANT[dt] + 24 + _MARGIN if _LOSS[0] < MAX_PREC else 4 * p
-            if p >= SOFT_MAX_PREC and not (_LOSS[0] < p < need <= MAX_PREC):
+            if p >= SOFT_MAX_PREC and not (_LOSS[0] < MAX_PREC and p < need <= MAX_PREC):
                 res = r  # beyond SOFT_MAX_PREC only for a measured, finite cancellation
                 break
             p = min(max(2 * p, need), MAX_PREC if p >= SOFT_MAX_PREC else SOFT_MAX_PREC)
