@@ -105,11 +105,14 @@ def _disable(path: Path, exc: BaseException) -> None:
 
 
 def _stacklevel() -> int:
-    """Stack level of the innermost frame outside symgrad, so warnings point at user code."""
-    pkg = str(Path(__file__).resolve().parents[1])
+    """Stack level of the innermost frame outside symgrad, its generated modules and Numba, so
+    warnings point at user code."""
+    internal = [str(Path(__file__).resolve().parents[1]), "<symgrad:", str(cache_dir())]
+    numba = sys.modules.get("numba")
+    if getattr(numba, "__file__", None):
+        internal.append(os.path.dirname(numba.__file__))
     frame, level = sys._getframe(1), 1
-    while frame is not None and (frame.f_code.co_filename.startswith(pkg)
-                                 or frame.f_code.co_filename.startswith("<symgrad:")):
+    while frame is not None and frame.f_code.co_filename.startswith(tuple(internal)):
         frame, level = frame.f_back, level + 1
     return level
 
@@ -186,8 +189,8 @@ def _read_verified(path: Path) -> str | None:
 def _atomic_write(path: Path, text: str) -> None:
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}-", suffix=".tmp")
     try:
-        with os.fdopen(fd, "w") as fh:
-            fh.write(text)
+        with os.fdopen(fd, "wb") as fh:  # bytes: the checksum covers exactly what is stored
+            fh.write(text.encode())
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):
