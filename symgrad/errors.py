@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 __all__ = [
     "SymgradError", "TraceError", "UnsupportedOperationError", "SignatureError",
-    "ShapeError", "DTypeError", "RuleError", "SourceLoc", "user_location", "format_error",
+    "ShapeError", "DTypeError", "RuleError", "CacheWarning", "SourceLoc", "user_location", "format_error",
 ]
 
 _PKG_DIR = os.path.dirname(os.path.abspath(__file__))
@@ -52,6 +52,20 @@ class DTypeError(SymgradError, TypeError):
 
 class RuleError(SymgradError, TypeError):
     """A user-supplied derivative rule (``custom_gradient``) broke its contract."""
+
+
+class CacheWarning(UserWarning):
+    """symgrad's on-disk cache could not be used as it is; results are still correct.
+
+    Issued once per process and directory when the cache directory
+    (``$SYMGRAD_CACHE_DIR``, default ``~/.cache/symgrad``) cannot be created or
+    written: generated modules are then compiled in memory, and every new process
+    compiles them again.  To fix it, set ``SYMGRAD_CACHE_DIR`` to a writable
+    directory.  Also issued when a cache file fails its integrity check
+    (truncated, overwritten or edited): the file is never loaded, and is rebuilt.
+    A warning, not an error: silence it with
+    ``warnings.filterwarnings("ignore", category=symgrad.errors.CacheWarning)``.
+    """
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import threading
 from dataclasses import dataclass
 from typing import Callable
 
@@ -26,6 +27,9 @@ from .build import build_kernel
 from .stabilize_pass import budget_of, stabilize_kernel
 
 __version_header__ = "symgrad"
+# Tracing, differentiating and loading run under one re-entrant lock: nested transformations build
+# inside an outer build on the same thread, and a first call racing from many threads builds once.
+_BUILD_LOCK = threading.RLock()
 
 
 def normalize_argnums(argnums, nargs: int, fn_name: str) -> tuple[tuple[int, ...], bool]:
@@ -121,13 +125,16 @@ class Compiled:
         key = (in_tree, tuple(cores))
         entry = self._entries.get(key)
         if entry is None:
-            entry = self._entries[key] = self._build(args, in_tree, cores)
-            if (self.signature is None and entry.identity and in_tree.kind == "tuple"
-                    and all(c.kind == "leaf" for c in in_tree.children)
-                    and _fixed_arity(self.fn) == len(leaves) and not _has_tracer(leaves)):
-                spec = entry.fn.__globals__[f"_{entry.fn.__name__.upper()}_SPEC"]
-                spec.fallback = self._call
-                self._route(entry.fn)
+            with _BUILD_LOCK:  # threads racing on a first call: one builds, the others wait and reuse it
+                entry = self._entries.get(key)
+                if entry is None:
+                    entry = self._entries[key] = self._build(args, in_tree, cores)
+                    if (self.signature is None and entry.identity and in_tree.kind == "tuple"
+                            and all(c.kind == "leaf" for c in in_tree.children)
+                            and _fixed_arity(self.fn) == len(leaves) and not _has_tracer(leaves)):
+                        spec = entry.fn.__globals__[f"_{entry.fn.__name__.upper()}_SPEC"]
+                        spec.fallback = self._call
+                        self._route(entry.fn)
         return entry
 
     def _build(self, args, in_tree, cores) -> Entry:
@@ -166,8 +173,7 @@ class Compiled:
 
     def source(self, *args) -> str:
         """The generated source for calling with ``args`` (compiling if needed)."""
-        with open(self.entry_for(args).source_path) as fh:
-            return fh.read()
+        return self.entry_for(args).fn.__globals__["__symgrad_source__"]
 
 
 

@@ -63,8 +63,8 @@ def _as_float_array(name: str, k: int, value):
             raise DTypeError(f"{name}: argument {k} has dtype {arr.dtype}; compiled kernels exist for float32 "
                              f"and float64.\n  Do instead: pass x.astype(np.float64).")
         return arr, type(value) is float  # Python numbers are weakly typed (NEP 50); numpy scalars are not
-    if kind in "iub":
-        return arr.astype(np.float64), type(value) in (int, bool)
+    if kind in "iub":  # converted to float64 by gufunc_call, block by block if it is large
+        return arr, type(value) in (int, bool)
     if kind == "c":
         raise DTypeError(f"{name}: argument {k} is complex ({arr.dtype}); symgrad compiles real-valued functions "
                          f"only.\n  Do instead: split the computation into real and imaginary parts.")
@@ -87,7 +87,7 @@ def gufunc_call(spec: GufuncSpec, args: tuple, parallel: bool = False):
         arr, is_weak = _as_float_array(spec.name, k, a)
         arrays.append(arr)
         weak.append(is_weak)
-    strong = [a.dtype for a, w in zip(arrays, weak) if not w]
+    strong = [a.dtype if a.dtype.kind == "f" else np.dtype(np.float64) for a, w in zip(arrays, weak) if not w]
     dtype = np.result_type(*strong).name if strong else "float64"
     if spec.cores and all(a.ndim == 0 for a in arrays):  # scalars: call the core directly
         typ = np.dtype(dtype).type
@@ -108,11 +108,63 @@ def gufunc_call(spec: GufuncSpec, args: tuple, parallel: bool = False):
         raise ShapeError(f"{spec.name}: batch shapes {batch_shapes} do not broadcast together.\n"
                          f"  Do instead: give the arguments broadcast-compatible leading dimensions.") from None
     n = math.prod(batch)
-    ins = [np.broadcast_to(arr.astype(dtype, copy=False), batch + tuple(core)).reshape((n,) + tuple(core))
-           for arr, core in zip(arrays, spec.in_cores)]
-    outs = [np.empty((n,) + tuple(core), dtype=dtype) for core in spec.out_cores]
+    # small arrays (scalars, broadcast rows) are converted whole; large ones block by block below
+    views = [np.broadcast_to(arr.astype(dtype, copy=False) if arr.size <= BLOCK_ELEMENTS else arr,
+                             batch + tuple(core)) for arr, core in zip(arrays, spec.in_cores)]
+    outs = [np.empty(batch + tuple(core), dtype=dtype) for core in spec.out_cores]
     kernels = spec.parallel_kernels if (parallel and spec.parallel_kernels and n >= PARALLEL_MIN_BATCH) else spec.kernels
-    kernels[dtype](*ins, *spec.consts_for(dtype), *outs)
-    results = tuple(o.reshape(batch + tuple(core)) for o, core in zip(outs, spec.out_cores))
-    results = tuple(r[()] if r.ndim == 0 else r for r in results)
+    kernel, consts = kernels[dtype], spec.consts_for(dtype)
+    flat = [_flat_view(v, n, core) if v.dtype == dtype else None for v, core in zip(views, spec.in_cores)]
+    if all(f is not None for f in flat):  # every input is a view of its batch as one axis: no copies
+        kernel(*flat, *consts, *[o.reshape((n,) + tuple(core)) for o, core in zip(outs, spec.out_cores)])
+    else:
+        _call_blocked(kernel, consts, views, outs, spec, batch, dtype)
+    results = tuple(r[()] if r.ndim == 0 else r for r in outs)
     return results[0] if len(results) == 1 else results
+
+
+BLOCK_ELEMENTS = 1 << 16
+
+
+def _flat_view(view, n: int, core):
+    """``view`` reshaped to ``(n,) + core`` without copying, or None if that needs a copy."""
+    try:
+        return view.reshape((n,) + tuple(core), copy=False)
+    except ValueError:
+        return None
+    except TypeError:  # NumPy < 2.1 has no copy argument
+        out = view.view()
+        try:
+            out.shape = (n,) + tuple(core)
+        except AttributeError:
+            return None
+        return out
+
+
+def _call_blocked(kernel, consts, views, outs, spec, batch, dtype):
+    """Run ``kernel`` over blocks of about BLOCK_ELEMENTS elements of the batch.
+
+    Used when an input is not one strided axis over the batch (a broadcast
+    along several dimensions, a transposed or sliced array) or needs a dtype
+    conversion: only one block of each such input is copied at a time, so a
+    call allocates little beyond its outputs.  Outputs are C-contiguous, so each
+    block of them is a view the kernel writes into directly.
+    """
+    per_item = max([math.prod(c) for c in (*spec.in_cores, *spec.out_cores)] + [1])
+    nd = len(batch)
+    if not batch:
+        blocks = [((), 1)]
+    else:
+        target = max(1, BLOCK_ELEMENTS // per_item)
+        axis, inner = len(batch) - 1, 1  # a block: a range along ``axis`` times all of the later axes
+        while axis > 0 and inner * batch[axis] < target:
+            inner *= batch[axis]
+            axis -= 1
+        step = max(1, target // inner)
+        blocks = [((*outer, slice(i, i + step)), (min(i + step, batch[axis]) - i) * inner)
+                  for outer in np.ndindex(*batch[:axis]) for i in range(0, batch[axis], step)]
+    for idx, m in blocks:
+        ins = [(v[idx] if v.dtype == dtype else v[idx].astype(dtype)).reshape((m,) + tuple(core))
+               for v, core in zip(views, spec.in_cores)]
+        kernel(*ins, *consts, *[_flat_view(o[idx], m, core) for o, core in zip(outs, spec.out_cores)])
+        del ins  # free this block's copies before the next block makes its own
