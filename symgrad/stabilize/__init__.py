@@ -85,7 +85,7 @@ def stabilize(expr: sp.Expr, variables: Sequence[sp.Symbol], *, domain: Mapping 
                                      st.before, st.after))
     summary = _summary(s.orig.bits, best.bits)
     widen = None
-    if "float32" in s.samples:  # float32 still beyond 2 ulps somewhere: compute it in float64
+    if "float32" in s.samples and time.process_time() - t0 < budget_s:  # float32 beyond 2 ulps: use float64
         widen = widen_record(best.expr, s.vars, s.samples["float32"], best.bits["float32"], expr, domain)
     if widen is not None:
         records.append(widen)
