@@ -22,7 +22,7 @@ from ..ir.rules.elementwise import INFIX
 from .names import TempNamer, float_literal
 
 ATOM = 100
-_INLINE_MAX_CHARS = 100
+_INLINE_MAX_DEPTH = 24  # deeper inline expressions get a temporary: printing and Python's parser recurse
 _STATEMENT_OPS = {"contract", "scatter", "eye", "transpose", "sum"}  # emit lines; args must be names
 
 
@@ -227,6 +227,7 @@ def print_body(g: Graph, args: list[KernelIO], outputs: list[KernelIO], dtype: s
     for o in outputs:
         first_out.setdefault(o.node, o)
     new_temp = TempNamer()
+    depth: dict[int, int] = {}  # nesting depth of the expression a node prints as, when inlined
     for nid in order:
         node = g[nid]
         if nid in body.names or node.op in ("const", "bconst"):
@@ -238,8 +239,10 @@ def print_body(g: Graph, args: list[KernelIO], outputs: list[KernelIO], dtype: s
                 body.assign(nid, o.name, is_output_array=o.shape != ())
                 body.names[nid] = o.name
                 continue
-        if _can_inline(g, nid, op, uses, consumer, comments):
+        depth[nid] = 1 + max((depth.get(a, 0) for a in node.args), default=0)
+        if depth[nid] < _INLINE_MAX_DEPTH and _can_inline(g, nid, op, uses, consumer, comments):
             continue
+        depth[nid] = 0
         name = new_temp()
         body.assign(nid, name)
         body.names[nid] = name
