@@ -256,8 +256,16 @@ FUNCTIONS = {
 }
 
 
+def _qualified(func) -> str:
+    """``fft.fft`` for numpy.fft.fft, ``sort`` for numpy.sort: the name after ``numpy.``."""
+    name = getattr(func, "__name__", repr(func))
+    module = str(getattr(func, "__module__", None) or "numpy")
+    sub = module.split(".", 1)[1] if module.startswith("numpy.") else ""
+    return f"{sub}.{name}" if sub and not sub.startswith(("_", "core", "lib")) else name
+
+
 def apply_function(ctx: TraceContext, func, args, kwargs):
     handler = FUNCTIONS.get(func)
     if handler is None:
-        raise _unsupported("function", getattr(func, "__name__", repr(func)))
+        raise _unsupported("function", _qualified(func))
     return handler(ctx, *args, **kwargs)
