@@ -17,8 +17,8 @@ from .api.functions import grad, hessian, hvp, jacobian, jit, jvp, value_and_gra
 from .api.tape import GradientTape
 from .api.traced import Traced, trace
 from .api.variables import Variable
-from .errors import (DTypeError, RuleError, ShapeError, SignatureError, SymgradError, TraceError,
-                     UnsupportedOperationError)
+from .errors import (ArgumentError, DTypeError, RuleError, ShapeError, SignatureError, SymgradError,
+                     SymgradWarning, TraceError, UnsupportedOperationError)
 
 __all__ = [
     "__version__",
@@ -27,5 +27,5 @@ __all__ = [
     "GradientTape", "ForwardAccumulator", "EagerTensor", "constant", "convert_to_tensor",
     "explain",
     "SymgradError", "TraceError", "UnsupportedOperationError", "SignatureError", "ShapeError",
-    "DTypeError", "RuleError",
+    "DTypeError", "RuleError", "ArgumentError", "SymgradWarning",
 ]

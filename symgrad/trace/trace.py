@@ -79,8 +79,12 @@ def _leaf_paths(tree: TreeDef, prefix: str = "") -> list[str]:
 
 
 def origin_of(fn) -> str:
+    """``file:line`` of ``fn``'s definition (a file name with control characters escaped)."""
     code = getattr(fn, "__code__", None)
-    return f"{code.co_filename}:{code.co_firstlineno}" if code else "<unknown>"
+    if code is None:
+        return "<unknown>"
+    filename = code.co_filename if code.co_filename.isprintable() else repr(code.co_filename)
+    return f"{filename}:{code.co_firstlineno}"
 
 
 def _describe_args(fn, args_tree, core_shapes) -> str:
