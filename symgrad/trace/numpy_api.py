@@ -20,13 +20,21 @@ _DIRECT = {
     np.expm1: "expm1", np.sqrt: "sqrt", np.sin: "sin", np.cos: "cos", np.tan: "tan", np.arcsin: "arcsin",
     np.arccos: "arccos", np.arctan: "arctan", np.sinh: "sinh", np.cosh: "cosh", np.tanh: "tanh",
     np.arcsinh: "arcsinh", np.absolute: "abs", np.fabs: "abs", np.sign: "sign", np.maximum: "maximum",
-    np.minimum: "minimum", np.fmax: "maximum", np.fmin: "minimum", np.logaddexp: "logaddexp",
+    np.minimum: "minimum", np.logaddexp: "logaddexp",
     np.hypot: "hypot", np.arctan2: "arctan2", np.greater: "gt", np.greater_equal: "ge", np.less: "lt",
     np.less_equal: "le", np.equal: "eq", np.not_equal: "ne", np.logical_and: "logical_and",
     np.logical_or: "logical_or", np.logical_not: "logical_not",
 }
 
 _LN2, _LN10 = math.log(2.0), math.log(10.0)
+
+
+def _fmax_fmin(op):
+    """np.fmax/np.fmin: like maximum/minimum but a NaN argument loses (NaN only if both are NaN)."""
+    def build(c, a, b):
+        a_nan, b_nan = c.apply("ne", a, a), c.apply("ne", b, b)
+        return c.apply("where", b_nan, a, c.apply("where", a_nan, b, c.apply(op, a, b)))
+    return build
 _COMPOSITE = {
     np.square: lambda c, x: c.apply("mul", x, x),
     np.positive: lambda c, x: x,
@@ -37,6 +45,8 @@ _COMPOSITE = {
     np.deg2rad: lambda c, x: c.apply("mul", math.pi / 180.0, x),
     np.rad2deg: lambda c, x: c.apply("mul", 180.0 / math.pi, x),
     np.arctanh: lambda c, x: c.apply("mul", 0.5, c.apply("sub", c.apply("log1p", x), c.apply("log1p", c.apply("neg", x)))),
+    np.fmax: _fmax_fmin("maximum"),
+    np.fmin: _fmax_fmin("minimum"),
     np.arccosh: lambda c, x: c.apply("log", c.apply("add", x, c.apply("sqrt", c.apply("sub", c.apply("mul", x, x), 1.0)))),
 }
 
