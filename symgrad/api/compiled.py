@@ -36,7 +36,8 @@ def normalize_argnums(argnums, nargs: int, fn_name: str) -> tuple[tuple[int, ...
     nums = (argnums,) if single else argnums
     if not isinstance(nums, (tuple, list)) or not all(
             isinstance(a, (int, np.integer)) and not isinstance(a, bool) for a in nums):
-        raise TypeError(f"argnums must be an int or a tuple of ints; got {argnums!r}")
+        raise TypeError(f"argnums must be an int or a tuple of ints; got {argnums!r} (for {fn_name}).\n"
+                        f"  Do instead: argnums=0, or argnums=(0, 1) for several arguments.")
     out = []
     for a in nums:
         if not -nargs <= a < nargs:

@@ -51,9 +51,9 @@ _COMPOSITE = {
 }
 
 
-def _unsupported(kind: str, name: str):
+def _unsupported(kind: str, name: str, where: str = "numpy."):
     return UnsupportedOperationError(format_error(
-        f"{kind} numpy.{name} has no symgrad rule", "symgrad only traces functions it can differentiate "
+        f"{kind} {where}{name} has no symgrad rule", "symgrad only traces functions it can differentiate "
         "symbolically", "rewrite it with supported numpy functions (see `symgrad ops`), or wrap it in "
         "symgrad.custom_gradient with your own derivative", user_location(3)))
 
@@ -73,7 +73,9 @@ def apply_ufunc(ctx: TraceContext, ufunc, method: str, inputs, kwargs):
         return ctx.apply(_DIRECT[ufunc], *inputs)
     if ufunc in _COMPOSITE:
         return _COMPOSITE[ufunc](ctx, *inputs)
-    raise _unsupported("ufunc", ufunc.__name__)
+    if getattr(np, ufunc.__name__, None) is ufunc:
+        raise _unsupported("ufunc", ufunc.__name__)
+    raise _unsupported("ufunc", f"{ufunc.__name__} (from outside numpy, e.g. scipy.special)", where="")
 
 
 # -- indexing ------------------------------------------------------------------------

@@ -253,6 +253,8 @@ class Tracer:
     __float__ = _no_concrete("cannot convert a traced value to a Python float (float(x), or a math.* function such as math.exp)",
                              "use the numpy function (np.exp instead of math.exp); a math function with no numpy "
                              "ufunc (math.gamma, math.lgamma) cannot be traced")
+    item = tolist = _no_concrete("cannot read a traced value as a Python number (.item(), .tolist())",
+                                 "keep it as an array; symgrad traces numpy operations on it")
     __int__ = __index__ = _no_concrete("cannot convert a traced value to a Python int", "keep sizes and indices constant")
     __complex__ = _no_concrete("cannot convert a traced value to complex", "symgrad traces real-valued functions only")
 
