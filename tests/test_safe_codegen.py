@@ -30,7 +30,7 @@ PAYLOADS = [
 # names generated code defines or uses, and names Python reserves
 CLASHES = [
     "class", "lambda", "None", "np", "numba", "math", "base64", "t0", "t1", "_sigmoid", "_softplus", "_decode",
-    "_b", "_i0", "_c0", "GufuncSpec", "gufunc_call", "x_bar", "out", "out_bar", "f_grad_f64", "range", "abs",
+    "_erf", "_b", "_i0", "_c0", "GufuncSpec", "gufunc_call", "x_bar", "out", "out_bar", "f_grad_f64", "range", "abs",
     "isinstance", "float", "<lambda>",
 ]
 UNICODE = ["résumé", "α", "ﬁ", "fi", "x-y", "x_y", "x y", "1abc", "a b", "Ⅸ", "x²", ""]
@@ -214,6 +214,19 @@ def test_derived_names_do_not_merge_with_user_names():
     # tangents of x and of x_dot are x_dot_2 and x_dot_dot: d(x * x_dot) = x_dot * x_dot_2 + x * x_dot_dot
     assert [str(t) for t in tangents] == ["x_dot_2", "x_dot_dot"]
     assert str(dots[0]) == "x*x_dot_dot + x_dot*x_dot_2"
+
+
+def test_signature_dimension_names_that_are_keywords():
+    def dot(a, b):
+        return np.sum(a * b)
+
+    f = sg.grad(dot, argnums=(0, 1), signature="(class),(class)->()")
+    a, b = np.arange(3.0), np.arange(3.0) + 5
+    ga, gb = f(a, b)
+    np.testing.assert_array_equal(ga, b)
+    np.testing.assert_array_equal(gb, a)
+    src = sg.trace(dot, a, b, signature="(lambda),(lambda)->()").source("hessian", argnums=(0, 1))
+    assert_safe_source(src)
 
 
 # -- function names ------------------------------------------------------------------------------------------
