@@ -18,8 +18,8 @@ from .api.functions import grad, hessian, hvp, jacobian, jit, jvp, value_and_gra
 from .api.tape import GradientTape
 from .api.traced import Traced, trace
 from .api.variables import Variable
-from .errors import (CacheWarning, DTypeError, RuleError, ShapeError, SignatureError, SymgradError,
-                     TraceError, UnsupportedOperationError)
+from .errors import (ArgumentError, CacheWarning, DTypeError, RuleError, ShapeError, SignatureError,
+                     SymgradError, SymgradWarning, TraceError, UnsupportedOperationError)
 
 __all__ = [
     "__version__",
@@ -28,5 +28,5 @@ __all__ = [
     "GradientTape", "ForwardAccumulator", "EagerTensor", "constant", "convert_to_tensor",
     "explain", "Explanation",
     "SymgradError", "TraceError", "UnsupportedOperationError", "SignatureError", "ShapeError",
-    "DTypeError", "RuleError", "CacheWarning",
+    "DTypeError", "RuleError", "ArgumentError", "CacheWarning", "SymgradWarning",
 ]

@@ -14,7 +14,8 @@ from dataclasses import dataclass
 
 __all__ = [
     "SymgradError", "TraceError", "UnsupportedOperationError", "SignatureError",
-    "ShapeError", "DTypeError", "RuleError", "CacheWarning", "SourceLoc", "user_location", "format_error",
+    "ShapeError", "DTypeError", "RuleError", "ArgumentError", "SymgradWarning", "CacheWarning", "SourceLoc",
+    "user_location", "traceback_location", "format_error",
 ]
 
 _PKG_DIR = os.path.dirname(os.path.abspath(__file__))
@@ -52,6 +53,16 @@ class DTypeError(SymgradError, TypeError):
 
 class RuleError(SymgradError, TypeError):
     """A user-supplied derivative rule (``custom_gradient``) broke its contract."""
+
+
+class ArgumentError(SymgradError, TypeError):
+    """A transformed function was called with arguments its Python function cannot take
+    (too many or too few positional arguments, an unknown keyword)."""
+
+
+class SymgradWarning(UserWarning):
+    """Something works but will be slow or surprising (e.g. a kernel so large that Numba
+    needs minutes to compile it)."""
 
 
 class CacheWarning(UserWarning):
@@ -98,6 +109,18 @@ def user_location(skip: int = 1) -> SourceLoc | None:
             return SourceLoc(code.co_qualname, code.co_filename, frame.f_lineno, line)
         frame = frame.f_back
     return None
+
+
+def traceback_location(tb) -> SourceLoc | None:
+    """The innermost user-code frame of a traceback (for errors caught after the stack unwound)."""
+    found = None
+    while tb is not None:
+        code = tb.tb_frame.f_code
+        if not _is_internal(code.co_filename):
+            line = linecache.getline(code.co_filename, tb.tb_lineno).strip()
+            found = SourceLoc(code.co_qualname, code.co_filename, tb.tb_lineno, line)
+        tb = tb.tb_next
+    return found
 
 
 def format_error(what: str, why: str, do_instead: str, loc: SourceLoc | None = None) -> str:

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..emit.module import KernelDef
+from ..emit.names import Namespace, kernel_names
 from ..emit.printer import KernelIO
 from ..errors import SignatureError, format_error
 from ..trace.trace import TracedProgram
@@ -48,8 +49,8 @@ def _scalar_output(p: TracedProgram, kind: str) -> int:
     return p.outputs[0]
 
 
-def _out_names(p: TracedProgram) -> list[str]:
-    return ["out"] if len(p.outputs) == 1 else [f"out{i}" for i in range(len(p.outputs))]
+def _out_names(p: TracedProgram, ns: Namespace) -> list[str]:
+    return [ns.fresh("out")] if len(p.outputs) == 1 else [ns.fresh(f"out{i}") for i in range(len(p.outputs))]
 
 
 def build_kernel(p: TracedProgram, kind: str, wrt: list[int], parallel: bool = False) -> BuiltKernel:
@@ -61,56 +62,73 @@ def build_kernel(p: TracedProgram, kind: str, wrt: list[int], parallel: bool = F
       wrt: indices into ``p.inputs`` of the leaves to differentiate.
     """
     g = p.graph
-    ins = [KernelIO(n, i, g.shape(i)) for n, i in zip(p.arg_names, p.inputs)]
+    kname = f"{p.name}_{kind}"
+    # every name of the kernel: the user's (made unique and safe by the tracer; renamed here only
+    # if one equals a function of this kernel, e.g. a parameter `f_grad_f64` of f), then derived ones
+    ns = Namespace(kernel_names(kname))
+    arg_names = [ns.fresh(n) for n in p.arg_names]
+    ins = [KernelIO(n, i, g.shape(i)) for n, i in zip(arg_names, p.inputs)]
     xs = [p.inputs[k] for k in wrt]
-    xnames = [p.arg_names[k] for k in wrt]
+    xnames = [arg_names[k] for k in wrt]
     outs: list[KernelIO] = []
-    onames = _out_names(p)
+    onames = _out_names(p, ns)
+
+    def new_input(base: str, shape) -> tuple[str, int]:
+        """A new kernel argument (cotangent or tangent).  Its name differs from every input of
+        ``p`` (all in ``ns``), so it is a new graph node, never the user's ``x_bar`` argument."""
+        name = ns.fresh(base)
+        nid = g.input(name, shape)
+        assert nid not in p.inputs, name
+        return name, nid
     if kind == "jit":
         outs = [KernelIO(n, o, g.shape(o)) for n, o in zip(onames, p.outputs)]
         doc = f"{p.name}({', '.join(p.arg_names)})"
     elif kind in ("grad", "value_and_grad"):
         y = _scalar_output(p, kind)
         grads = gradient_nodes(g, y, xs)
-        outs = [KernelIO("out", y, ())] if kind == "value_and_grad" else []
-        outs += [KernelIO(f"{n}_bar", gid, g.shape(x)) for n, gid, x in zip(xnames, grads, xs)]
+        outs = [KernelIO(onames[0], y, ())] if kind == "value_and_grad" else []
+        outs += [KernelIO(ns.fresh(f"{n}_bar"), gid, g.shape(x)) for n, gid, x in zip(xnames, grads, xs)]
         doc = f"Gradient of {p.name} w.r.t. ({', '.join(xnames)})"
     elif kind == "vjp":
-        cts = [g.input(f"{n}_bar", g.shape(o)) for n, o in zip(onames, p.outputs)]
-        ins += [KernelIO(f"{n}_bar", c, g.shape(c)) for n, c in zip(onames, cts)]
+        ct_ins = [new_input(f"{n}_bar", g.shape(o)) for n, o in zip(onames, p.outputs)]
+        cts = [c for _, c in ct_ins]
+        ins += [KernelIO(n, c, g.shape(c)) for n, c in ct_ins]
         bars = vjp_nodes(g, p.outputs, cts, xs)
-        outs = [KernelIO(f"{n}_bar", _zero(g, b, x), g.shape(x)) for n, b, x in zip(xnames, bars, xs)]
-        doc = f"VJP of {p.name}: cotangents ({', '.join(o + '_bar' for o in onames)}) -> ({', '.join(n + '_bar' for n in xnames)})"
+        outs = [KernelIO(ns.fresh(f"{n}_bar"), _zero(g, b, x), g.shape(x)) for n, b, x in zip(xnames, bars, xs)]
+        doc = (f"VJP of {p.name}: cotangents ({', '.join(n for n, _ in ct_ins)}) -> "
+               f"({', '.join(o.name for o in outs)})")
     elif kind == "jvp":
-        tans = [g.input(f"{n}_dot", g.shape(x)) for n, x in zip(xnames, xs)]
-        ins += [KernelIO(f"{n}_dot", t, g.shape(t)) for n, t in zip(xnames, tans)]
+        tan_ins = [new_input(f"{n}_dot", g.shape(x)) for n, x in zip(xnames, xs)]
+        tans = [t for _, t in tan_ins]
+        ins += [KernelIO(n, t, g.shape(t)) for n, t in tan_ins]
         dots = jvp_nodes(g, xs, tans, p.outputs)
         outs = [KernelIO(n, o, g.shape(o)) for n, o in zip(onames, p.outputs)]
-        outs += [KernelIO(f"{n}_dot", _zero(g, d, o), g.shape(o)) for n, d, o in zip(onames, dots, p.outputs)]
-        doc = f"JVP of {p.name}: tangents ({', '.join(n + '_dot' for n in xnames)}) -> outputs and their tangents"
+        outs += [KernelIO(ns.fresh(f"{n}_dot"), _zero(g, d, o), g.shape(o)) for n, d, o in zip(onames, dots, p.outputs)]
+        doc = f"JVP of {p.name}: tangents ({', '.join(n for n, _ in tan_ins)}) -> outputs and their tangents"
     elif kind == "jacobian":
         blocks = jacobian_nodes(g, xs, p.outputs)
         for on, row, o in zip(onames, blocks, p.outputs):
             for xn, j, x in zip(xnames, row, xs):
-                outs.append(KernelIO(f"d_{on}_d_{xn}", j, g.shape(o) + g.shape(x)))
+                outs.append(KernelIO(ns.fresh(f"d_{on}_d_{xn}"), j, g.shape(o) + g.shape(x)))
         doc = f"Jacobian of {p.name} w.r.t. ({', '.join(xnames)})"
     elif kind == "hessian":
         y = _scalar_output(p, kind)
         blocks = hessian_nodes(g, y, xs)
         for an, row, a in zip(xnames, blocks, xs):
             for bn, h, b in zip(xnames, row, xs):
-                outs.append(KernelIO(f"d2_out_d_{an}_d_{bn}", h, g.shape(a) + g.shape(b)))
+                outs.append(KernelIO(ns.fresh(f"d2_out_d_{an}_d_{bn}"), h, g.shape(a) + g.shape(b)))
         doc = f"Hessian of {p.name} w.r.t. ({', '.join(xnames)})"
     elif kind == "hvp":
         y = _scalar_output(p, kind)
-        tans = [g.input(f"{n}_dot", g.shape(x)) for n, x in zip(xnames, xs)]
-        ins += [KernelIO(f"{n}_dot", t, g.shape(t)) for n, t in zip(xnames, tans)]
+        tan_ins = [new_input(f"{n}_dot", g.shape(x)) for n, x in zip(xnames, xs)]
+        tans = [t for _, t in tan_ins]
+        ins += [KernelIO(n, t, g.shape(t)) for n, t in tan_ins]
         hv = hvp_nodes(g, y, xs, tans)
-        outs = [KernelIO(f"hvp_{n}", h, g.shape(x)) for n, h, x in zip(xnames, hv, xs)]
+        outs = [KernelIO(ns.fresh(f"hvp_{n}"), h, g.shape(x)) for n, h, x in zip(xnames, hv, xs)]
         doc = f"Hessian-vector product of {p.name} w.r.t. ({', '.join(xnames)})"
     else:
         raise ValueError(f"unknown transformation {kind!r}; expected one of {KINDS}")
-    return BuiltKernel(KernelDef(f"{p.name}_{kind}", doc, ins, outs, parallel=parallel), list(wrt))
+    return BuiltKernel(KernelDef(kname, doc, ins, outs, parallel=parallel), list(wrt))
 
 
 def _zero(g, nid, like):

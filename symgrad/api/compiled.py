@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import inspect
 import threading
+import warnings
 from dataclasses import dataclass
 from typing import Callable
 
@@ -17,7 +18,8 @@ import numpy as np
 
 from ..compile.cache import cache_key, cached_module, load_module
 from ..emit.module import emit_module
-from ..errors import SignatureError, format_error
+from ..emit.names import spec_name
+from ..errors import ArgumentError, SignatureError, SymgradWarning, format_error
 from ..trace.pytree import TreeDef, tree_flatten, tree_unflatten
 from ..trace.signature import parse_signature
 from ..trace.trace import TracedProgram, trace_program
@@ -38,13 +40,18 @@ def normalize_argnums(argnums, nargs: int, fn_name: str) -> tuple[tuple[int, ...
     nums = (argnums,) if single else argnums
     if not isinstance(nums, (tuple, list)) or not all(
             isinstance(a, (int, np.integer)) and not isinstance(a, bool) for a in nums):
-        raise TypeError(f"argnums must be an int or a tuple of ints; got {argnums!r}")
+        raise TypeError(f"argnums must be an int or a tuple of ints; got {argnums!r} (for {fn_name}).\n"
+                        f"  Do instead: argnums=0, or argnums=(0, 1) for several arguments.")
     out = []
     for a in nums:
         if not -nargs <= a < nargs:
             raise ValueError(format_error(
                 f"argnums {a} is out of range for {fn_name} called with {nargs} positional argument(s)",
                 "argnums counts positional arguments from 0", f"use argnums between 0 and {nargs - 1}"))
+        if int(a) % nargs in out:
+            raise ValueError(format_error(
+                f"argnums {tuple(nums)!r} names argument {int(a) % nargs} of {fn_name} twice",
+                "each differentiated argument gets one gradient", "list each argument once"))
         out.append(int(a) % nargs)
     return tuple(out), single
 
@@ -90,7 +97,7 @@ class Compiled:
         self.stabilize, self.parallel = stabilize, parallel
         self._entries: dict = {}
         call = self._call
-        self.public = functools.partial(lambda *args: call(args))
+        self.public = functools.partial(lambda *args, **kwargs: call(args, kwargs))
         self.public.__dict__.update(
             __doc__=f"symgrad.{kind} of {self.name} (compiled on first call; see symgrad.{kind})",
             compiled=self, entry_for=self.entry_for, source=self.source, kind=kind, fn=fn)
@@ -102,7 +109,9 @@ class Compiled:
         """Make calls of :attr:`public` go to ``target`` (a generated module's entry point)."""
         self.public.__setstate__((target, (), {}, self.public.__dict__))
 
-    def _call(self, args):
+    def _call(self, args, kwargs=None):
+        if kwargs:
+            args = self._bind_keywords(args, kwargs)
         leaves, in_tree = tree_flatten(args)
         if any(isinstance(leaf, Tracer) for leaf in leaves):
             from .nested import call_traced
@@ -113,6 +122,26 @@ class Compiled:
         # point's fallback to this method cannot recur
         leaves = [leaf if isinstance(leaf, PLAIN_TYPES) else np.asarray(leaf) for leaf in leaves]
         return entry.assemble(entry.fn(*leaves))
+
+    def _bind_keywords(self, args, kwargs) -> tuple:
+        """Keyword arguments moved to their positions, as Python would bind them."""
+        try:
+            sig = inspect.signature(self.fn)
+            bound = sig.bind(*args, **kwargs)
+        except (TypeError, ValueError) as exc:
+            raise ArgumentError(format_error(
+                f"{self.name} cannot take the keyword argument(s) {', '.join(kwargs)}: {exc}",
+                "symgrad binds keyword arguments to the function's positional parameters",
+                "pass the arguments positionally")) from None
+        params = list(sig.parameters.values())
+        if bound.kwargs or any(params[i].kind not in (params[i].POSITIONAL_ONLY, params[i].POSITIONAL_OR_KEYWORD)
+                               for i in range(len(bound.args))):
+            raise ArgumentError(format_error(
+                f"{self.name}: keyword-only and variadic parameters cannot be traced "
+                f"(got keyword argument(s) {', '.join(kwargs)})",
+                "compiled functions take the values they differentiate positionally",
+                "make them positional parameters, or close over constants (functools.partial)"))
+        return tuple(bound.args)
 
     def entry_for(self, args, leaves=None, in_tree=None) -> Entry:
         """The compiled entry for arguments structured like ``args`` (building it if new)."""
@@ -131,8 +160,9 @@ class Compiled:
                     entry = self._entries[key] = self._build(args, in_tree, cores)
                     if (self.signature is None and entry.identity and in_tree.kind == "tuple"
                             and all(c.kind == "leaf" for c in in_tree.children)
-                            and _fixed_arity(self.fn) == len(leaves) and not _has_tracer(leaves)):
-                        spec = entry.fn.__globals__[f"_{entry.fn.__name__.upper()}_SPEC"]
+                            and _fixed_arity(self.fn) == len(leaves) and not _has_tracer(leaves)
+                            and _same_parameters(entry.fn, self.fn)):
+                        spec = entry.fn.__globals__[spec_name(entry.fn.__name__)]
                         spec.fallback = self._call
                         self._route(entry.fn)
         return entry
@@ -152,6 +182,7 @@ class Compiled:
         module = cached_module(kname, key)
         if module is None:
             built = build_kernel(program, self.kind, wrt, self.parallel)
+            _warn_if_large(program, built.kernel)
             header = _header(program, self.kind)
             if self.stabilize:
                 header += stabilize_kernel(program.graph, built.kernel, budget_of(self.stabilize))
@@ -178,6 +209,21 @@ class Compiled:
 
 
 
+LARGE_KERNEL_NODES = 2000
+
+
+def _warn_if_large(p: TracedProgram, kernel) -> None:
+    """Say before a long Numba compile that it will be long (straight-line code compiles in
+    roughly quadratic time: ~2000 operations take tens of seconds, 10000 take many minutes)."""
+    n = len(p.graph.ancestors([o.node for o in kernel.outputs]))
+    if n > LARGE_KERNEL_NODES:
+        warnings.warn(SymgradWarning(
+            f"{kernel.name} has {n} operations (function traced at {p.origin}); Numba's compile time grows "
+            f"about quadratically with straight-line code, so expect a compile of a minute or more. "
+            f"Vectorise Python loops over array elements with array operations (slicing, np.sum, @)."),
+            stacklevel=4)
+
+
 def _fixed_arity(fn) -> int:
     """Number of positional parameters if ``fn`` takes exactly that many (no defaults, no *args)."""
     try:
@@ -188,6 +234,14 @@ def _fixed_arity(fn) -> int:
            for p in params):
         return -1
     return len(params)
+
+
+def _same_parameters(entry_fn, fn) -> bool:
+    """The generated entry point has ``fn``'s parameter names, so keyword calls bind alike."""
+    try:
+        return list(inspect.signature(entry_fn).parameters) == list(inspect.signature(fn).parameters)
+    except (TypeError, ValueError):
+        return False
 
 
 def _has_tracer(leaves) -> bool:

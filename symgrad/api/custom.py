@@ -60,8 +60,17 @@ def custom_gradient(f):
         holders = [g.input(f"_upstream_{index}_{k}", g.shape(yid)) for k, yid in enumerate(y_ids)]
         upstream = [ctx.wrap(h) for h in holders]
         variables = _variables_read(ctx, x_ids, start)
-        params = inspect.signature(grad_fn).parameters
+        grad_sig = inspect.signature(grad_fn)
+        params = grad_sig.parameters
         takes_vars = "variables" in params or any(p.kind == p.VAR_KEYWORD for p in params.values())
+        try:
+            grad_sig.bind(*upstream)
+        except TypeError as exc:
+            raise RuleError(format_error(
+                f"grad_fn{grad_sig} of custom gradient {name} cannot take {len(upstream)} upstream "
+                f"gradient(s): {exc}", f"{name} returned {len(y_leaves)} output leaf(s), and grad_fn(*upstream) "
+                "receives one upstream gradient per output leaf", f"define grad_fn with {len(y_leaves)} "
+                "positional parameter(s)")) from None
         if variables and not takes_vars:
             raise RuleError(format_error(
                 f"custom gradient of {name} reads symgrad.Variable(s) {[v.name for v in variables]} "

@@ -9,8 +9,46 @@ float32, float64 in float64; integer inputs are converted to float64.
 """
 from __future__ import annotations
 
+from ..errors import format_error
 from ..trace.pytree import tree_flatten, tree_unflatten
 from .compiled import Compiled
+
+
+def _fn_name(fun) -> str:
+    return str(getattr(fun, "__name__", "function"))
+
+
+def _check_tangents(what: str, fun, primals: tuple, tangents: tuple) -> None:
+    """``tangents`` must have the pytree structure of ``primals`` (one tangent per primal leaf)."""
+    if len(primals) != len(tangents):
+        raise ValueError(format_error(
+            f"{what} of {_fn_name(fun)}: got {len(primals)} primal(s) but {len(tangents)} tangent(s)",
+            "a tangent is a direction for each primal argument", "give one tangent per primal"))
+    _, p_tree = tree_flatten(primals)
+    _, t_tree = tree_flatten(tangents)
+    if not _same_structure(p_tree, t_tree):
+        raise ValueError(format_error(
+            f"{what} of {_fn_name(fun)}: tangents have pytree structure {_tree_text(t_tree)} but primals have "
+            f"{_tree_text(p_tree)}", "each primal leaf needs a tangent leaf in the same place",
+            "give tangents the same nesting of tuples, lists and dicts as the primals"))
+
+
+def _same_structure(a, b) -> bool:
+    """Equal pytree structure, a tuple and a list of the same length counting as the same."""
+    seq = ("tuple", "list")
+    if a.kind != b.kind and not (a.kind in seq and b.kind in seq):
+        return False
+    return a.keys == b.keys and len(a.children) == len(b.children) and all(
+        _same_structure(x, y) for x, y in zip(a.children, b.children))
+
+
+def _tree_text(tree) -> str:
+    if tree.kind == "leaf":
+        return "*"
+    inner = [f"{k!r}: {_tree_text(c)}" for k, c in zip(tree.keys, tree.children)] if tree.kind == "dict" else \
+        [_tree_text(c) for c in tree.children]
+    text = ", ".join(inner)
+    return {"dict": f"{{{text}}}", "list": f"[{text}]"}.get(tree.kind, f"({text}{',' if len(inner) == 1 else ''})")
 
 
 def jit(fun, signature: str | None = None, *, stabilize: bool = True, parallel: bool = False):
@@ -114,8 +152,13 @@ def vjp(fun, *primals, signature: str | None = None, stabilize: bool = True):
     leaves, in_tree = tree_flatten(primals)
 
     def vjp_fn(out_bar):
-        ct_leaves, _ = tree_flatten(out_bar)
+        ct_leaves, ct_tree = tree_flatten(out_bar)
         entry = back.entry_for(primals)
+        if not _same_structure(ct_tree, entry.program.out_tree):
+            raise ValueError(format_error(
+                f"vjp of {_fn_name(fun)}: the cotangent has pytree structure {_tree_text(ct_tree)} but the output "
+                f"has {_tree_text(entry.program.out_tree)}", "vjp_fn(out_bar) takes one cotangent per output, "
+                "in the output's structure", "pass a cotangent shaped like the output"))
         flat = entry.fn(*leaves, *ct_leaves)
         flat = [flat] if len(leaves) == 1 else list(flat)
         return tuple(tree_unflatten(in_tree, flat))
@@ -130,14 +173,11 @@ def jvp(fun, primals, tangents, signature: str | None = None, stabilize: bool = 
       primals, tangents: tuples (or lists) with matching structure and shapes.
     """
     primals, tangents = tuple(primals), tuple(tangents)
-    if len(primals) != len(tangents):
-        raise ValueError(f"jvp: got {len(primals)} primal(s) but {len(tangents)} tangent(s); give one tangent per primal")
+    _check_tangents("jvp", fun, primals, tangents)
     kern = _cached(fun, "jvp", signature, stabilize)
     entry = kern.entry_for(primals)
     p_leaves, _ = tree_flatten(primals)
     t_leaves, t_tree = tree_flatten(tangents)
-    if len(t_leaves) != len(p_leaves):
-        raise ValueError("jvp: tangents must have the same structure as primals")
     flat = entry.fn(*p_leaves, *t_leaves)
     n = len(entry.program.outputs)
     flat = list(flat)
@@ -153,6 +193,7 @@ def hvp(fun, primals, tangents, signature: str | None = None, stabilize: bool = 
     Reference: Pearlmutter, "Fast exact multiplication by the Hessian" (1994).
     """
     primals, tangents = tuple(primals), tuple(tangents)
+    _check_tangents("hvp", fun, primals, tangents)
     kern = _cached(fun, "hvp", signature, stabilize, argnums=tuple(range(len(primals))))
     entry = kern.entry_for(primals)
     p_leaves, in_tree = tree_flatten(primals)

@@ -26,6 +26,28 @@ DEFAULT_BUDGET_S = float(os.environ.get("SYMGRAD_STABILIZE_BUDGET", "2.0"))  # s
 ACCURATE_MEAN_BITS = 1.5  # regions this accurate on average, and within 2 ulps everywhere probed, are not searched
 
 
+def _region_size(g: Graph, root: int, limit: int) -> int:
+    """Number of elementwise ops in the region at ``root``, counting stops past ``limit``.
+
+    Iterative, so a long chain (``for _ in range(1000): x = np.sin(x)``) cannot overflow
+    Python's recursion limit before the size check rejects it.
+    """
+    seen, stack, size = set(), [root], 0
+    while stack and size <= limit:
+        nid = stack.pop()
+        if nid in seen:
+            continue
+        seen.add(nid)
+        node = g[nid]
+        op = REGISTRY[node.op]
+        if node.op in ("const", "bconst") or not (op.elementwise and op.sympy is not None
+                                                   and node.op != "stop_gradient"):
+            continue
+        size += 1
+        stack.extend(node.args)
+    return size
+
+
 def _region_expr(g: Graph, root: int):
     """(SymPy expression of the elementwise region at ``root``, {symbol: node id}, size)."""
     leaves: dict = {}
@@ -78,11 +100,12 @@ def stabilize_kernel(g: Graph, kernel: KernelDef, budget_s: float | None = None)
         node = g[out.node]
         if node.kind != "f" or not REGISTRY[node.op].elementwise:
             continue
+        size = _region_size(g, out.node, MAX_REGION_NODES)
+        if size > MAX_REGION_NODES:
+            header.append(f"stabilize: {out.name} not searched (region of more than {MAX_REGION_NODES} ops)")
+            continue
         expr, leaves, size = _region_expr(g, out.node)
         if size == 0:
-            continue
-        if size > MAX_REGION_NODES:
-            header.append(f"stabilize: {out.name} not searched (region of {size} ops > {MAX_REGION_NODES})")
             continue
         variables = sorted(leaves, key=lambda s: s.name)
         try:

@@ -11,6 +11,7 @@ import numpy as np
 import sympy as sp
 
 from ..emit.module import emit_module
+from ..emit.names import Namespace
 from ..ir.interpret import evaluate
 from ..trace.pytree import tree_flatten
 from ..trace.signature import parse_signature
@@ -107,7 +108,8 @@ class Traced:
     def jvp_expr(self, simplify: bool = False):
         """(tangent symbols, output tangents) as linear forms in ``<x>_dot``."""
         p, g = self.program, self.program.graph
-        names = [f"{n}_dot" for n in p.arg_names]
+        ns = Namespace(p.arg_names)  # a parameter named x_dot must not become x's tangent
+        names = [ns.fresh(f"{n}_dot") for n in p.arg_names]
         tans = [g.input(n, g.shape(x)) for n, x in zip(names, p.inputs)]
         env = {t: _symbols(n, g.shape(t)) for n, t in zip(names, tans)}
         dots = jvp_nodes(g, p.inputs, tans, p.outputs)
@@ -117,7 +119,9 @@ class Traced:
     def vjp_expr(self, simplify: bool = False):
         """(cotangent symbols, input cotangents) as linear forms in ``out_bar``."""
         p, g = self.program, self.program.graph
-        names = ["out_bar"] if len(p.outputs) == 1 else [f"out{i}_bar" for i in range(len(p.outputs))]
+        ns = Namespace(p.arg_names)
+        names = [ns.fresh("out_bar")] if len(p.outputs) == 1 else [ns.fresh(f"out{i}_bar")
+                                                                     for i in range(len(p.outputs))]
         cts = [g.input(n, g.shape(o)) for n, o in zip(names, p.outputs)]
         env = {c: _symbols(n, g.shape(c)) for n, c in zip(names, cts)}
         bars = vjp_nodes(g, p.outputs, cts, p.inputs)

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..ir.graph import Graph
-from .names import DTYPES, SUFFIX
+from .names import DTYPES, SUFFIX, check_names, comment_lines, const_name, docstring, spec_name
 from .prelude import HELPERS, helpers_used
 from .printer import KernelIO, array_constants, print_body
 
@@ -57,8 +57,9 @@ def emit_kernel(g: Graph, k: KernelDef, dtypes=DTYPES) -> tuple[list[str], list[
     """(module-level constant lines, function lines) for kernel ``k``."""
     consts = array_constants(g, [o.node for o in k.outputs])
     cnames = {nid: f"_c{i}" for i, nid in enumerate(consts)}
-    const_lines = [f"_{k.name.upper()}_C{i} = {_encode(g.consts[nid])}" for i, nid in enumerate(consts)]
+    const_lines = [f"{const_name(k.name, i)} = {_encode(g.consts[nid])}" for i, nid in enumerate(consts)]
     arg_names = [a.name for a in k.args]
+    check_names(k.name, arg_names + [o.name for o in k.outputs])
     arr_outs = [o.name for o in k.outputs if o.shape != ()]
     sca_outs = [o.name for o in k.outputs if o.shape == ()]
     params = ", ".join(arg_names + list(cnames.values()) + arr_outs)
@@ -69,8 +70,8 @@ def emit_kernel(g: Graph, k: KernelDef, dtypes=DTYPES) -> tuple[list[str], list[
         sfx = SUFFIX[dtype]
         widen = dtype == "float32" and k.widen_float32 and not arr_outs and all(a.shape == () for a in k.args)
         body = print_body(g, k.args, k.outputs, "float64" if widen else dtype, cnames, k.comments)
-        doc = f"{k.doc} ({dtype} core, computed in float64 and rounded once)" if widen else f"{k.doc} ({dtype} core)"
-        lines += ["", "", JIT, f"def {k.name}_{sfx}({params}):", f'    """{doc}."""']
+        doc = f"{k.doc} ({dtype} core, computed in float64 and rounded once)." if widen else f"{k.doc} ({dtype} core)."
+        lines += ["", "", JIT, f"def {k.name}_{sfx}({params}):", f"    {docstring(doc)}"]
         if widen:  # float32 in, float32 out, float64 in between (see symgrad.stabilize.widen)
             lines += [f"    {a} = np.float64({a})" for a in arg_names]
         lines += _indent(body)
@@ -92,9 +93,9 @@ def emit_wrapper(k: KernelDef, const_count: int, dtypes=DTYPES) -> list[str]:
     arg_names = [a.name for a in k.args]
     cores = tuple(a.shape for a in k.args)
     out_cores = tuple(o.shape for o in k.outputs)
-    up = k.name.upper()
-    consts64 = ", ".join(f"_{up}_C{i}" for i in range(const_count))
-    lines = ["", "", f"_{up}_SPEC = GufuncSpec(",
+    spec = spec_name(k.name)
+    consts64 = ", ".join(const_name(k.name, i) for i in range(const_count))
+    lines = ["", "", f"{spec} = GufuncSpec(",
              f"    name={k.name!r}, in_cores={cores!r}, out_cores={out_cores!r},",
              f"    kernels={{{', '.join(repr(d) + ': ' + k.name + '_' + SUFFIX[d] + '_batch' for d in dtypes)}}},",
              f"    parallel_kernels={{{', '.join(repr(d) + ': ' + k.name + '_' + SUFFIX[d] + '_pbatch' for d in dtypes) if k.parallel else ''}}},",
@@ -104,13 +105,13 @@ def emit_wrapper(k: KernelDef, const_count: int, dtypes=DTYPES) -> list[str]:
         lines.append(f"    cores={{{', '.join(repr(d) + ': ' + k.name + '_' + SUFFIX[d] for d in dtypes)}}},")
     lines += [")", "", "",
              f"def {k.name}({', '.join(arg_names)}):",
-             f'    """{k.doc}."""']
+             f"    {docstring(k.doc + '.')}"]
     if scalar and arg_names and "float64" in dtypes:
         test = " and ".join(f"isinstance({a}, float)" for a in arg_names)
-        call_args = ", ".join(arg_names + [f"_{up}_C{i}" for i in range(const_count)])
+        call_args = ", ".join(arg_names + [const_name(k.name, i) for i in range(const_count)])
         lines += [f"    if {test}:", f"        return {k.name}_f64({call_args})"]
     par = ", parallel=True" if k.parallel else ""
-    lines.append(f"    return gufunc_call(_{up}_SPEC, ({', '.join(arg_names)}{',' if len(arg_names) == 1 else ''}){par})")
+    lines.append(f"    return gufunc_call({spec}, ({', '.join(arg_names)}{',' if len(arg_names) == 1 else ''}){par})")
     return lines
 
 
@@ -127,7 +128,7 @@ def emit_module(g: Graph, kernels: list[KernelDef], header: list[str],
         wrapper_lines += emit_wrapper(k, len(c), dtypes)
     body = "\n".join(func_lines)
     helpers = helpers_used(body)
-    out = [f"# {line}" if line else "#" for line in header]
+    out = [c for line in header for c in comment_lines(line)]
     out += ["import base64", "import math", "", "import numba", "import numpy as np", "", runtime_import]
     out += ["", "", "def _decode(data, shape, dtype):",
             '    """A constant array stored in this file as base64 bytes."""',

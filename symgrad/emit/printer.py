@@ -19,10 +19,10 @@ from dataclasses import dataclass, field
 from ..ir.graph import Graph, Node
 from ..ir.ops import REGISTRY
 from ..ir.rules.elementwise import INFIX
-from .names import TempNamer, float_literal
+from .names import TempNamer, comment_lines, float_literal
 
 ATOM = 100
-_INLINE_MAX_CHARS = 100
+_INLINE_MAX_DEPTH = 24  # deeper inline expressions get a temporary: printing and Python's parser recurse
 _STATEMENT_OPS = {"contract", "scatter", "eye", "transpose", "sum"}  # emit lines; args must be names
 
 
@@ -75,7 +75,7 @@ def array_constants(g: Graph, outputs: list[int]) -> list[int]:
 def _comment_lines(comments, nid) -> list[str]:
     if not comments or nid not in comments:
         return []
-    return [f"# {line}" for line in comments[nid].split("\n")]
+    return comment_lines(comments[nid])
 
 
 def _wrap(item: tuple[str, int], need: int) -> str:
@@ -88,6 +88,7 @@ class _Body:
 
     def __init__(self, g: Graph, ctx: PrintContext, names: dict[int, str], comments: dict[int, str]):
         self.g, self.ctx, self.comments = g, ctx, comments
+        self.new_temp = TempNamer()  # t0, t1, ...: never a user-derived name
         self.names = dict(names)           # node -> identifier (args, temporaries, outputs)
         self.inline: dict[int, bool] = {}  # node -> rendered inside its consumer
         self.lines: list[str] = []
@@ -153,7 +154,7 @@ class _Body:
                         f"{target}[...] = {self.ctx.literal(0.0)}"  # outer-product form accumulates
                         for line in body if not line.startswith("{out} = np.empty(")]
             elif is_output_array:
-                tmp = f"{target}_value"
+                tmp = self.new_temp()
                 self.lines += [line.replace("{out}", tmp) for line in body]
                 self.copy(target, tmp, node.shape)
                 return
@@ -175,7 +176,7 @@ class _Body:
             self.copy(target, self.ctx.literal(self.g.scalar_value(nid)), node.shape, scalar=True)
             return
         if not text.isidentifier():
-            tmp = f"{target}_value"
+            tmp = self.new_temp()
             self.lines.append(f"{tmp} = {text}")
             text = tmp
         self.copy(target, text, node.shape, scalar=node.shape == ())
@@ -226,7 +227,8 @@ def print_body(g: Graph, args: list[KernelIO], outputs: list[KernelIO], dtype: s
     first_out = {}
     for o in outputs:
         first_out.setdefault(o.node, o)
-    new_temp = TempNamer()
+    new_temp = body.new_temp
+    depth: dict[int, int] = {}  # nesting depth of the expression a node prints as, when inlined
     for nid in order:
         node = g[nid]
         if nid in body.names or node.op in ("const", "bconst"):
@@ -238,8 +240,10 @@ def print_body(g: Graph, args: list[KernelIO], outputs: list[KernelIO], dtype: s
                 body.assign(nid, o.name, is_output_array=o.shape != ())
                 body.names[nid] = o.name
                 continue
-        if _can_inline(g, nid, op, uses, consumer, comments):
+        depth[nid] = 1 + max((depth.get(a, 0) for a in node.args), default=0)
+        if depth[nid] < _INLINE_MAX_DEPTH and _can_inline(g, nid, op, uses, consumer, comments):
             continue
+        depth[nid] = 0
         name = new_temp()
         body.assign(nid, name)
         body.names[nid] = name

@@ -50,8 +50,12 @@ class Graph:
 
     # -- leaves -------------------------------------------------------------
     def input(self, name: str, shape: tuple[int, ...]) -> int:
-        """A program input called ``name`` (unique per graph)."""
-        return self._add("input", (), (name,), tuple(shape), "f")
+        """A program input called ``name`` with ``shape``; the same (name, shape) gives the same node.
+
+        The shape is part of the key: functions traced into one graph (``symgrad compile``) may
+        each have an argument ``x`` of a different core shape.
+        """
+        return self._add("input", (), (name, tuple(int(s) for s in shape)), tuple(shape), "f")
 
     def const(self, value) -> int:
         """A float constant (scalar or array), stored as float64."""

@@ -59,6 +59,8 @@ def _as_float_array(name: str, k: int, value):
     arr = np.asarray(value)
     kind = arr.dtype.kind
     if kind == "f":
+        if not arr.dtype.isnative and arr.dtype.newbyteorder("=") in (np.float32, np.float64):
+            arr = arr.astype(arr.dtype.newbyteorder("="))  # byte-swapped floats: same values, native order
         if arr.dtype not in (np.float32, np.float64):
             raise DTypeError(f"{name}: argument {k} has dtype {arr.dtype}; compiled kernels exist for float32 "
                              f"and float64.\n  Do instead: pass x.astype(np.float64).")

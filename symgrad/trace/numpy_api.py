@@ -20,13 +20,21 @@ _DIRECT = {
     np.expm1: "expm1", np.sqrt: "sqrt", np.sin: "sin", np.cos: "cos", np.tan: "tan", np.arcsin: "arcsin",
     np.arccos: "arccos", np.arctan: "arctan", np.sinh: "sinh", np.cosh: "cosh", np.tanh: "tanh",
     np.arcsinh: "arcsinh", np.absolute: "abs", np.fabs: "abs", np.sign: "sign", np.maximum: "maximum",
-    np.minimum: "minimum", np.fmax: "maximum", np.fmin: "minimum", np.logaddexp: "logaddexp",
+    np.minimum: "minimum", np.logaddexp: "logaddexp",
     np.hypot: "hypot", np.arctan2: "arctan2", np.greater: "gt", np.greater_equal: "ge", np.less: "lt",
     np.less_equal: "le", np.equal: "eq", np.not_equal: "ne", np.logical_and: "logical_and",
     np.logical_or: "logical_or", np.logical_not: "logical_not",
 }
 
 _LN2, _LN10 = math.log(2.0), math.log(10.0)
+
+
+def _fmax_fmin(op):
+    """np.fmax/np.fmin: like maximum/minimum but a NaN argument loses (NaN only if both are NaN)."""
+    def build(c, a, b):
+        a_nan, b_nan = c.apply("ne", a, a), c.apply("ne", b, b)
+        return c.apply("where", b_nan, a, c.apply("where", a_nan, b, c.apply(op, a, b)))
+    return build
 _COMPOSITE = {
     np.square: lambda c, x: c.apply("mul", x, x),
     np.positive: lambda c, x: x,
@@ -37,13 +45,15 @@ _COMPOSITE = {
     np.deg2rad: lambda c, x: c.apply("mul", math.pi / 180.0, x),
     np.rad2deg: lambda c, x: c.apply("mul", 180.0 / math.pi, x),
     np.arctanh: lambda c, x: c.apply("mul", 0.5, c.apply("sub", c.apply("log1p", x), c.apply("log1p", c.apply("neg", x)))),
+    np.fmax: _fmax_fmin("maximum"),
+    np.fmin: _fmax_fmin("minimum"),
     np.arccosh: lambda c, x: c.apply("log", c.apply("add", x, c.apply("sqrt", c.apply("sub", c.apply("mul", x, x), 1.0)))),
 }
 
 
-def _unsupported(kind: str, name: str):
+def _unsupported(kind: str, name: str, where: str = "numpy."):
     return UnsupportedOperationError(format_error(
-        f"{kind} numpy.{name} has no symgrad rule", "symgrad only traces functions it can differentiate "
+        f"{kind} {where}{name} has no symgrad rule", "symgrad only traces functions it can differentiate "
         "symbolically", "rewrite it with supported numpy functions (see `symgrad ops`), or wrap it in "
         "symgrad.custom_gradient with your own derivative", user_location(3)))
 
@@ -63,7 +73,9 @@ def apply_ufunc(ctx: TraceContext, ufunc, method: str, inputs, kwargs):
         return ctx.apply(_DIRECT[ufunc], *inputs)
     if ufunc in _COMPOSITE:
         return _COMPOSITE[ufunc](ctx, *inputs)
-    raise _unsupported("ufunc", ufunc.__name__)
+    if getattr(np, ufunc.__name__, None) is ufunc:
+        raise _unsupported("ufunc", ufunc.__name__)
+    raise _unsupported("ufunc", f"{ufunc.__name__} (from outside numpy, e.g. scipy.special)", where="")
 
 
 # -- indexing ------------------------------------------------------------------------
@@ -256,8 +268,16 @@ FUNCTIONS = {
 }
 
 
+def _qualified(func) -> str:
+    """``fft.fft`` for numpy.fft.fft, ``sort`` for numpy.sort: the name after ``numpy.``."""
+    name = getattr(func, "__name__", repr(func))
+    module = str(getattr(func, "__module__", None) or "numpy")
+    sub = module.split(".", 1)[1] if module.startswith("numpy.") else ""
+    return f"{sub}.{name}" if sub and not sub.startswith(("_", "core", "lib")) else name
+
+
 def apply_function(ctx: TraceContext, func, args, kwargs):
     handler = FUNCTIONS.get(func)
     if handler is None:
-        raise _unsupported("function", getattr(func, "__name__", repr(func)))
+        raise _unsupported("function", _qualified(func))
     return handler(ctx, *args, **kwargs)

@@ -1,6 +1,7 @@
 """Flatten and rebuild nested tuples, lists and dicts of leaves (pytrees).
 
-Dict keys are visited in sorted order so that flattening is deterministic.
+Dict keys are visited in sorted order so that flattening is deterministic (keys of mixed
+types, which Python cannot compare, by type name and then ``repr``).
 """
 from __future__ import annotations
 
@@ -26,6 +27,14 @@ class TreeDef:
 LEAF = TreeDef("leaf")
 
 
+def _sorted_keys(d: dict) -> tuple:
+    """Sorted keys; keys of mixed types ({1: .., 'a': ..}) are sorted by type name, then value."""
+    try:
+        return tuple(sorted(d))
+    except TypeError:
+        return tuple(sorted(d, key=lambda k: (type(k).__name__, repr(k))))
+
+
 def tree_flatten(tree: Any) -> tuple[list, TreeDef]:
     """Return ``(leaves, treedef)``; anything not a tuple, list or dict is a leaf."""
     leaves: list = []
@@ -34,7 +43,7 @@ def tree_flatten(tree: Any) -> tuple[list, TreeDef]:
         if isinstance(t, (tuple, list)) and not hasattr(t, "_fields"):
             return TreeDef(type(t).__name__, tuple(rec(c) for c in t))
         if isinstance(t, dict):
-            keys = tuple(sorted(t))
+            keys = _sorted_keys(t)
             return TreeDef("dict", tuple(rec(t[k]) for k in keys), keys)
         leaves.append(t)
         return LEAF

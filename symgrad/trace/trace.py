@@ -2,20 +2,19 @@
 from __future__ import annotations
 
 import inspect
-import keyword
-import re
+import numbers
+import sys
 from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import SignatureError, TraceError
+from ..errors import ArgumentError, SymgradError, TraceError, format_error, traceback_location
 from ..ir.graph import Graph
+from .names import identifier, unique
 from .pytree import TreeDef, tree_flatten
-from .tracer import TraceContext, to_node
+from .tracer import TraceContext, Tracer, max_nodes, to_node
 
 __all__ = ["TracedProgram", "trace_program", "leaf_names"]
-
-_RESERVED = set(keyword.kwlist) | {"np", "math", "numba", "out", "self", "_acc", "None", "True", "False"}
 
 
 @dataclass
@@ -50,15 +49,6 @@ class TracedProgram:
         return f"{body}:{self.name}:{','.join(self.arg_names)}:{','.join(r.name for r in rules)}"
 
 
-def _ident(text: str) -> str:
-    name = re.sub(r"\W", "_", str(text)) or "arg"
-    if name[0].isdigit():
-        name = "_" + name
-    if name in _RESERVED or re.fullmatch(r"t\d+|c\d+|_.*", name):
-        name += "_"
-    return name
-
-
 def leaf_names(fn, args) -> list[str]:
     """Identifiers for the flattened argument leaves: parameter names plus pytree keys."""
     try:
@@ -71,19 +61,11 @@ def leaf_names(fn, args) -> list[str]:
         base = params[k] if k < len(params) else f"arg{k}"
         leaves, tree = tree_flatten(arg)
         if tree.kind == "leaf":
-            names.append(_ident(base))
+            names.append(identifier(base))
         else:
             paths = _leaf_paths(tree)
-            names.extend(_ident(f"{base}_{p}") for p in paths)
-    seen: dict[str, int] = {}
-    out = []
-    for n in names:
-        if n in seen:
-            seen[n] += 1
-            n = f"{n}_{seen[n]}"
-        seen.setdefault(n, 0)
-        out.append(n)
-    return out
+            names.extend(identifier(f"{base}_{p}") for p in paths)
+    return unique(names)
 
 
 def _leaf_paths(tree: TreeDef, prefix: str = "") -> list[str]:
@@ -97,8 +79,69 @@ def _leaf_paths(tree: TreeDef, prefix: str = "") -> list[str]:
 
 
 def origin_of(fn) -> str:
+    """``file:line`` of ``fn``'s definition (a file name with control characters escaped)."""
     code = getattr(fn, "__code__", None)
-    return f"{code.co_filename}:{code.co_firstlineno}" if code else "<unknown>"
+    if code is None:
+        return "<unknown>"
+    filename = code.co_filename if code.co_filename.isprintable() else repr(code.co_filename)
+    return f"{filename}:{code.co_firstlineno}"
+
+
+def _describe_args(fn, args_tree, core_shapes) -> str:
+    """One line per argument: what the function received while being traced."""
+    try:
+        params = [p.name for p in inspect.signature(fn).parameters.values()]
+    except (TypeError, ValueError):
+        params = []
+    parts, k = [], 0
+    for i, arg in enumerate(args_tree):
+        leaves, tree = tree_flatten(arg)
+        name = params[i] if i < len(params) else f"argument {i}"
+        if tree.kind == "leaf":
+            shape = core_shapes[k]
+            parts.append(f"{name}: a traced {'scalar' if shape == () else f'array of core shape {shape}'}")
+        else:
+            parts.append(f"{name}: a {tree.kind} of {len(leaves)} traced value(s) (a pytree: each element is "
+                         f"traced on its own; pass np.asarray(...) to give one array)")
+        k += len(leaves)
+    return "; ".join(parts)
+
+
+def _check_arity(fn, fn_name: str, args_tree) -> None:
+    """Raise ArgumentError when ``fn`` cannot take ``len(args_tree)`` positional arguments."""
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):  # builtins and ufuncs: let the call decide
+        return
+    try:
+        sig.bind(*args_tree)
+    except TypeError as exc:
+        raise ArgumentError(format_error(
+            f"{fn_name}{sig} cannot be called with {len(args_tree)} positional argument(s): {exc}",
+            f"defined at {origin_of(fn)}; symgrad calls the function with the arguments of the call "
+            "(one per signature input when a gufunc signature is given)",
+            "call it with the arguments its definition takes")) from None
+
+
+def _output_leaf(ctx, fn_name: str, leaf) -> int:
+    what = None
+    if leaf is None:
+        what = "None"
+    elif isinstance(leaf, (str, bytes)):
+        what = f"a {type(leaf).__name__} ({leaf!r:.40})"
+    elif not isinstance(leaf, (Tracer, numbers.Real, np.ndarray, np.generic)) and not getattr(
+            type(leaf), "__symgrad_variable__", False):
+        what = f"a value of type {type(leaf).__name__}"
+    if what is not None:
+        raise TraceError(format_error(
+            f"{fn_name} returned {what}; it must return arrays or numbers (or tuples, lists and dicts of them)",
+            "symgrad compiles and differentiates numeric outputs only", "return the numeric result"))
+    nid = to_node(ctx, leaf)
+    if ctx.graph[nid].kind != "f":
+        raise TraceError(format_error(
+            f"{fn_name} returned a boolean array", "only float outputs can be compiled and differentiated",
+            "return np.where(mask, 1.0, 0.0) if you need the mask as numbers"))
+    return nid
 
 
 def trace_program(fn, args_tree, core_shapes: list[tuple[int, ...]], names: list[str] | None = None,
@@ -110,26 +153,40 @@ def trace_program(fn, args_tree, core_shapes: list[tuple[int, ...]], names: list
       args_tree: example arguments (only their pytree structure is used).
       core_shapes: the core shape of each flattened leaf.
       names: identifiers for the leaves (default: from ``fn``'s parameters).
+      graph: a graph to trace into (default: a new one).
     Raises:
-      TraceError, UnsupportedOperationError: from the operations ``fn`` performs.
+      ArgumentError: ``fn`` cannot take that many positional arguments.
+      TraceError, UnsupportedOperationError: from the operations ``fn`` performs; also for a
+        recursion without end and for programs larger than ``$SYMGRAD_MAX_NODES`` nodes.
+      Any other exception ``fn`` raises, with a note saying what the traced arguments were.
     """
     from .pytree import tree_unflatten
 
-    leaves, in_tree = tree_flatten(tuple(args_tree))
+    fn_name = str(getattr(fn, "__name__", "function"))
+    args_tree = tuple(args_tree)
+    _check_arity(fn, fn_name, args_tree)
+    leaves, in_tree = tree_flatten(args_tree)
     names = names or leaf_names(fn, args_tree)
-    ctx = TraceContext(graph)
+    ctx = TraceContext(graph, max_nodes=max_nodes())
     ids = [ctx.graph.input(n, s) for n, s in zip(names, core_shapes)]
     tracers = [ctx.wrap(i) for i in ids]
-    result = fn(*tree_unflatten(in_tree, tracers))
+    try:
+        result = fn(*tree_unflatten(in_tree, tracers))
+    except RecursionError as exc:
+        raise TraceError(format_error(
+            f"{fn_name} recursed without end while being traced (Python's recursion limit, "
+            f"{sys.getrecursionlimit()}, was reached)",
+            "tracing runs the Python code once on symbolic values: a recursion that stops on a condition of "
+            "a traced value cannot stop", "stop the recursion on a Python int (a fixed depth), or write it "
+            "as a loop over a fixed range", traceback_location(exc.__traceback__))) from None
+    except SymgradError:
+        raise
+    except Exception as exc:
+        if hasattr(exc, "add_note"):
+            exc.add_note(f"(raised while symgrad traced {fn_name} with symbolic arguments: "
+                         f"{_describe_args(fn, args_tree, core_shapes)})")
+        raise
     out_leaves, out_tree = tree_flatten(result)
-    outputs = []
-    for leaf in out_leaves:
-        if leaf is None:
-            raise TraceError(f"{getattr(fn, '__name__', 'function')} returned None; it must return arrays or numbers")
-        nid = to_node(ctx, leaf)
-        if ctx.graph[nid].kind != "f":
-            raise TraceError(f"{getattr(fn, '__name__', 'function')} returned a boolean array; "
-                             "only float outputs can be compiled and differentiated")
-        outputs.append(nid)
-    name = _ident(getattr(fn, "__name__", "fn").replace("<lambda>", "lambda_fn"))
+    outputs = [_output_leaf(ctx, fn_name, leaf) for leaf in out_leaves]
+    name = identifier(fn_name.replace("<lambda>", "lambda_fn"), default="fn")
     return TracedProgram(ctx.graph, name, names, ids, outputs, in_tree, out_tree, origin_of(fn))

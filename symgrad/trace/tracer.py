@@ -10,6 +10,7 @@ naming the line in the user's code.
 from __future__ import annotations
 
 import numbers
+import os
 
 import numpy as np
 
@@ -26,12 +27,39 @@ class VariableRead:
         self.var, self.node, self.name = var, node, var.name
 
 
-class TraceContext:
-    """The graph being recorded, shared by every Tracer of one trace."""
+DEFAULT_MAX_NODES = 5000
 
-    def __init__(self, graph: Graph | None = None, allow_variables: bool = False):
+
+def max_nodes() -> int:
+    """The most graph nodes one trace may build: ``$SYMGRAD_MAX_NODES``, default 5000.
+
+    A Python loop on traced values is unrolled, one set of nodes per iteration, and the
+    generated straight-line code takes Numba roughly quadratic time to compile (a few thousand
+    nodes already take minutes), so a runaway loop stops here with a TraceError instead.
+    """
+    text = os.environ.get("SYMGRAD_MAX_NODES", "").strip()
+    if not text:
+        return DEFAULT_MAX_NODES
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value <= 0:
+        raise ValueError(f"SYMGRAD_MAX_NODES must be a positive integer; got {text!r}")
+    return value
+
+
+class TraceContext:
+    """The graph being recorded, shared by every Tracer of one trace.
+
+    ``max_nodes`` (None: no limit) bounds the nodes this trace may add to the graph.
+    """
+
+    def __init__(self, graph: Graph | None = None, allow_variables: bool = False, max_nodes: int | None = None):
         self.graph = graph if graph is not None else Graph()
         self.allow_variables = allow_variables
+        self.max_nodes = max_nodes
+        self.node_limit = None if max_nodes is None else len(self.graph.nodes) + max_nodes
         self.variables: dict = {}  # id(Variable) -> read record (see symgrad.api.variables)
         self.read_log: list = []   # every Variable read in order (custom_gradient scopes by position)
 
@@ -54,12 +82,23 @@ class TraceContext:
     def apply(self, op: str, *args, params: tuple = ()) -> "Tracer":
         ids = [to_node(self, a) for a in args]
         try:
-            return Tracer(self, self.graph.apply(op, *ids, params=params))
+            nid = self.graph.apply(op, *ids, params=params)
         except (TypeError, ValueError) as exc:
             shapes = ", ".join(str(self.graph.shape(i)) for i in ids)
             raise type(exc)(format_error(
                 f"{op}: cannot apply to arguments of shapes ({shapes})",
                 str(exc), "check the shapes of the arrays at this line", user_location(2))) from None
+        if self.node_limit is not None and len(self.graph.nodes) > self.node_limit:
+            self._too_large()
+        return Tracer(self, nid)
+
+    def _too_large(self):
+        self.node_limit = None  # raised once, even if the user's code catches it and goes on
+        raise TraceError(format_error(
+            f"the traced program grew past {self.max_nodes} graph nodes (the limit set by $SYMGRAD_MAX_NODES)",
+            "a Python loop on traced values is unrolled into one set of operations per iteration; a program "
+            "this large takes Numba minutes to compile", "vectorise the loop with array operations (slicing, "
+            "np.sum, @, np.where), or raise the limit: SYMGRAD_MAX_NODES=50000", user_location(3)))
 
 
 def to_node(ctx: TraceContext, value) -> int:
@@ -153,7 +192,10 @@ class Tracer:
 
     def __len__(self) -> int:
         if not self.shape:
-            raise TypeError("len() of a traced scalar")
+            raise TraceError(format_error(
+                "len() of (or a loop over) a traced scalar", "this argument has core shape () (the default: "
+                "every argument is a scalar core)", 'give a gufunc signature, e.g. signature="(n)->()"',
+                user_location(2)))
         return self.shape[0]
 
     def __iter__(self):
@@ -204,10 +246,15 @@ class Tracer:
     __floordiv__ = __rfloordiv__ = __mod__ = __rmod__ = _no_concrete(
         "cannot use // or % on a traced value", "use np.floor(x / y) only on constants; these have no derivative")
 
-    __bool__ = _no_concrete("cannot branch on a traced value (Python if/while/and/or on it)", "np.where(condition, a, b), which symgrad emits as a branch "
-                            "that evaluates and differentiates only the taken side")
+    __bool__ = _no_concrete("cannot branch on a traced value (Python if/while/and/or, or the builtins "
+                            "min/max/sorted, on it)", "np.where(condition, a, b), which symgrad emits as a branch "
+                            "that evaluates and differentiates only the taken side; np.maximum/np.minimum "
+                            "instead of max/min")
     __float__ = _no_concrete("cannot convert a traced value to a Python float (float(x), or a math.* function such as math.exp)",
-                             "use the numpy function (np.exp instead of math.exp)")
+                             "use the numpy function (np.exp instead of math.exp); a math function with no numpy "
+                             "ufunc (math.gamma, math.lgamma) cannot be traced")
+    item = tolist = _no_concrete("cannot read a traced value as a Python number (.item(), .tolist())",
+                                 "keep it as an array; symgrad traces numpy operations on it")
     __int__ = __index__ = _no_concrete("cannot convert a traced value to a Python int", "keep sizes and indices constant")
     __complex__ = _no_concrete("cannot convert a traced value to complex", "symgrad traces real-valued functions only")
 

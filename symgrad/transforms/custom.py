@@ -25,6 +25,7 @@ import numpy as np
 from ..errors import RuleError, format_error
 from ..ir.graph import Graph
 from ..ir.ops import OpDef, register
+from ..trace.names import identifier
 from .vjp import vjp_nodes
 
 
@@ -36,6 +37,11 @@ class CustomRule:
     placeholders: list[int]   # u_k, one per output leaf
     x_bars: list[int | None]  # L_i(u), one per input leaf (None: zero)
     inputs: list[int]
+
+
+def _shown(name: str) -> str:
+    """A user's function name as it appears in generated comments: the identifier symgrad makes of it."""
+    return identifier(name.replace("<lambda>", "lambda_fn"), default="fn")
 
 
 def rules_of(g: Graph) -> list[CustomRule]:
@@ -72,7 +78,7 @@ def _vjp(g: Graph, node, ct, nb):
         if b is not None and g.shape(b) != g.shape(ct)[:nb] + g.shape(x):
             b = g.apply("broadcast_to", b, params=(g.shape(ct)[:nb] + g.shape(x),))
         if b is not None:
-            g.notes[b] = f"custom_gradient: user rule of {rule.name} replaces the derived VJP"
+            g.notes[b] = f"custom_gradient: user rule of {_shown(rule.name)} replaces the derived VJP"
         out.append(b)
     return (None, *out)
 
@@ -95,7 +101,7 @@ def _jvp(g: Graph, node, tangents, nb):
     target = g.shape(tangents[1] if tangents[1] is not None else u_bar)[:nb] + node.shape
     if g.shape(u_bar) != target:
         u_bar = g.apply("broadcast_to", u_bar, params=(target,))
-    g.notes[u_bar] = f"custom_gradient: JVP of {rule.name} = transpose of the user's rule"
+    g.notes[u_bar] = f"custom_gradient: JVP of {_shown(rule.name)} = transpose of the user's rule"
     return u_bar
 
 

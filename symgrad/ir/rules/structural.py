@@ -443,6 +443,11 @@ register(OpDef(
 
 
 # -- leaves -------------------------------------------------------------------------------------
-register(OpDef(name="input", infer=lambda nodes, p: ((), "f"), emit=lambda ctx, node, a: node.params[0]))
+def _emit_input(ctx, node, args):
+    # kernel arguments are printed by name; an input reaching here is not an argument of the kernel
+    raise ValueError(f"symgrad internal error: graph input {node.params[0]!r} is not an argument of this kernel")
+
+
+register(OpDef(name="input", infer=lambda nodes, p: ((), "f"), emit=_emit_input))
 register(OpDef(name="const", infer=lambda nodes, p: ((), "f"), emit=lambda ctx, node, a: ctx.const(node)))
 register(OpDef(name="bconst", infer=lambda nodes, p: ((), "b"), emit=lambda ctx, node, a: ctx.const(node)))
