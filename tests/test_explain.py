@@ -3,6 +3,7 @@
 Every number is checked against a closed form or against the compiled transforms.
 """
 import shutil
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -11,6 +12,8 @@ import symgrad as sg
 from symgrad.cli import main
 
 from .cli.funcs import bias_matmul, loss_zxy
+
+FUNCS = str(Path(__file__).resolve().parent / "cli" / "funcs.py")
 
 
 def test_loss_zxy_adjoints_match_the_chain_rule_by_hand():
@@ -99,7 +102,6 @@ def test_dot_text_names_every_node_with_value_and_adjoint():
 
 
 def test_cli_forward_mode_and_dot(tmp_path, capsys):
-    from .cli.conftest import FUNCS
     dot = tmp_path / "g.dot"
     assert main(["explain", FUNCS + ":loss_zxy", "--at", "x=2,y=3,z=6", "--mode", "forward",
                  "--tangent", "z=1", "--dot", str(dot)]) == 0
@@ -110,7 +112,6 @@ def test_cli_forward_mode_and_dot(tmp_path, capsys):
 
 
 def test_cli_png_without_graphviz_says_what_to_install(tmp_path, capsys, monkeypatch):
-    from .cli.conftest import FUNCS
     monkeypatch.setattr(shutil, "which", lambda name: None)
     assert main(["explain", FUNCS + ":loss_zxy", "--png", str(tmp_path / "g.png")]) == 2
     err = capsys.readouterr().err
@@ -119,13 +120,11 @@ def test_cli_png_without_graphviz_says_what_to_install(tmp_path, capsys, monkeyp
 
 @pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz's dot program is not installed")
 def test_cli_png_with_graphviz(tmp_path):
-    from .cli.conftest import FUNCS
     png = tmp_path / "g.png"
     assert main(["explain", FUNCS + ":loss_zxy", "--png", str(png)]) == 0
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 def test_cli_tangent_needs_forward_mode(capsys):
-    from .cli.conftest import FUNCS
     assert main(["explain", FUNCS + ":loss_zxy", "--tangent", "x=1"]) == 2
     assert "--mode forward" in capsys.readouterr().err

@@ -158,7 +158,7 @@ class Compiled:
                 entry = self._entries.get(key)
                 if entry is None:
                     entry = self._entries[key] = self._build(args, in_tree, cores)
-                    if (self.signature is None and entry.identity and in_tree.kind == "tuple"
+                    if (entry.identity and in_tree.kind == "tuple"
                             and all(c.kind == "leaf" for c in in_tree.children)
                             and _fixed_arity(self.fn) == len(leaves) and not _has_tracer(leaves)
                             and _same_parameters(entry.fn, self.fn)):

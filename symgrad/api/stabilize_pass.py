@@ -90,21 +90,77 @@ def budget_of(stabilize) -> float:
     return float(stabilize)
 
 
+def _stabilizable(g: Graph, nid: int) -> bool:
+    node = g[nid]
+    op = REGISTRY[node.op]
+    return node.kind == "f" and op.elementwise and op.sympy is not None and node.op != "stop_gradient"
+
+
+def region_roots(g: Graph, outputs: list[int]) -> list[int]:
+    """Roots of the elementwise regions of a kernel, in topological order.
+
+    The kernel's elementwise outputs, and every elementwise node that feeds an array
+    primitive (a sum, contraction, index or reshape): ``X.T @ (y * sigmoid(-y * X @ w))``
+    has an elementwise region under the contraction whose NaN at large logits only a
+    rewrite *there* removes.
+    """
+    needed = g.ancestors(outputs)
+    roots = {o for o in outputs if _stabilizable(g, o)}
+    for nid in needed:
+        node = g[nid]
+        if not REGISTRY[node.op].elementwise:
+            roots.update(a for a in node.args if _stabilizable(g, a))
+    return sorted(roots)
+
+
+def rebuild(g: Graph, outputs: list[int], mapping: dict[int, int]) -> dict[int, int]:
+    """New ids of ``outputs`` (and of every node rebuilt on the way) with ``mapping`` applied.
+
+    ``mapping`` replaces nodes by equivalent ones built from the *original* graph; consumers
+    are re-applied with their new operands (iteratively, so deep graphs cannot overflow).
+    """
+    memo: dict[int, int] = {}
+    stack = list(outputs)
+    while stack:
+        nid = stack[-1]
+        if nid in memo:
+            stack.pop()
+            continue
+        if nid in mapping:
+            target = mapping[nid]
+            if target not in memo:
+                stack.append(target)
+                continue
+            memo[nid] = memo[target]
+            stack.pop()
+            continue
+        node = g[nid]
+        todo = [a for a in node.args if a not in memo]
+        if todo:
+            stack.extend(todo)
+            continue
+        args = tuple(memo[a] for a in node.args)
+        memo[nid] = nid if args == node.args else g.apply(node.op, *args, params=node.params)
+        stack.pop()
+    return memo
+
+
 def stabilize_kernel(g: Graph, kernel: KernelDef, budget_s: float | None = None) -> list[str]:
-    """Rewrite ``kernel``'s outputs into stable forms in place; return header lines."""
+    """Rewrite ``kernel``'s elementwise regions into stable forms in place; return header lines."""
     budget_s = DEFAULT_BUDGET_S if budget_s is None else budget_s
     from ..stabilize import needs_search, stabilize
 
     header: list[str] = []
-    for out in kernel.outputs:
-        node = g[out.node]
-        if node.kind != "f" or not REGISTRY[node.op].elementwise:
-            continue
-        size = _region_size(g, out.node, MAX_REGION_NODES)
+    mapping: dict[int, int] = {}
+    notes: dict[int, list[str]] = {}
+    names = {o.node: o.name for o in kernel.outputs}
+    for root in region_roots(g, [o.node for o in kernel.outputs]):
+        name = names.get(root, f"t{root} (intermediate)")
+        size = _region_size(g, root, MAX_REGION_NODES)
         if size > MAX_REGION_NODES:
-            header.append(f"stabilize: {out.name} not searched (region of more than {MAX_REGION_NODES} ops)")
+            header.append(f"stabilize: {name} not searched (region of more than {MAX_REGION_NODES} ops)")
             continue
-        expr, leaves, size = _region_expr(g, out.node)
+        expr, leaves, size = _region_expr(g, root)
         if size == 0:
             continue
         variables = sorted(leaves, key=lambda s: s.name)
@@ -113,24 +169,31 @@ def stabilize_kernel(g: Graph, kernel: KernelDef, budget_s: float | None = None)
                 continue
             res = stabilize(expr, variables, budget_s=budget_s)
         except NotImplementedError as exc:  # an op the error model cannot sample: keep the derived form
-            header.append(f"stabilize: {out.name} kept as derived ({exc})")
+            header.append(f"stabilize: {name} kept as derived ({exc})")
             continue
         if res.budget_exhausted:
-            header.append(f"stabilize: {out.name}: search stopped at the {budget_s:g} s budget")
+            header.append(f"stabilize: {name}: search stopped at the {budget_s:g} s budget")
         records = list(res.records)
-        if res.widen_float32 and not _scalar_cores(kernel):  # only scalar cores compute in float64
-            records.pop()
-            header.append(f"stabilize: {out.name}: float32 beyond 2 ulps; float64 evaluation needs scalar cores")
+        if res.widen_float32 and (root not in names or not _scalar_cores(kernel)):
+            records.pop()  # only whole scalar-core kernels compute their float32 in float64
+            header.append(f"stabilize: {name}: float32 beyond 2 ulps; float64 evaluation needs scalar cores")
         elif res.widen_float32:
             kernel.widen_float32 = True
         if not records:
             continue
-        new = from_sympy(g, res.expr, leaves) if res.expr != expr else out.node
-        out.node = new
-        kernel.rewrites += [(out.name, r) for r in records]
+        if res.expr != expr:
+            mapping[root] = from_sympy(g, res.expr, leaves)
+        kernel.rewrites += [(name, r) for r in records]
         lines = [f"rewrite {r.one_line()}" for r in records]
-        kernel.comments[new] = "\n".join(filter(None, [kernel.comments.get(new), *lines]))
-        header += [f"{out.name}: {line}" for line in lines]
+        notes.setdefault(mapping.get(root, root), []).extend(lines)
+        header += [f"{name}: {line}" for line in lines]
+    if mapping or notes:
+        memo = rebuild(g, [o.node for o in kernel.outputs] + list(notes), mapping)
+        for out in kernel.outputs:
+            out.node = memo[out.node]
+        for nid, lines in notes.items():
+            new = memo.get(nid, nid)
+            kernel.comments[new] = "\n".join(filter(None, [kernel.comments.get(new), *lines]))
     return header
 
 

@@ -99,6 +99,8 @@ def gufunc_call(spec: GufuncSpec, args: tuple, parallel: bool = False):
     for k, (arr, core) in enumerate(zip(arrays, spec.in_cores)):
         nd = len(core)
         if arr.ndim < nd or tuple(arr.shape[arr.ndim - nd:]) != tuple(core):
+            if spec.fallback is not None:  # the caller binds new core sizes (compiling again)
+                return spec.fallback(args)
             raise ShapeError(f"{spec.name}: argument {k} has shape {arr.shape}, but this function was compiled "
                              f"for core shape {tuple(core)} (bound at the first call).\n  Do instead: pass "
                              f"arrays whose trailing dimensions are {tuple(core)}, or call symgrad again to "
