@@ -5,6 +5,7 @@ Each suite writes its own markdown (with machine, date and command):
     python benchmarks/bench_stability.py    -> results/stability.md
     python benchmarks/bench_aot.py          -> results/aot.md
     python benchmarks/bench_mlp_batch.py    -> results/mlp_batch.md
+    python benchmarks/peers.py              -> results/peers.md   (needs `pip install -e ".[bench]"`)
 then:
     python benchmarks/collect.py            -> BENCHMARKS.md
 """
@@ -18,7 +19,8 @@ SUITES = [("summary.md", "Targets at a glance"),
           ("core.md", "Core: throughput, call latency, build time, disk cache (issue 2)"),
           ("mlp_batch.md", "MLP loss over a minibatch: gradient vs forward (issue 2)"),
           ("stability.md", "Numerical stabilisation: bits of error, naive vs stabilised (issue 4)"),
-          ("aot.md", "Ahead-of-time modules: first-call time (issue 5)")]
+          ("aot.md", "Ahead-of-time modules: first-call time (issue 5)"),
+          ("peers.md", "Against peers: JAX, PyTensor, CasADi, autograd, SymPy, hand-written Numba (issue 7)")]
 
 
 def main() -> None:
