@@ -6,6 +6,8 @@ Each suite writes its own markdown (with machine, date and command):
     python benchmarks/bench_aot.py          -> results/aot.md
     python benchmarks/bench_mlp_batch.py    -> results/mlp_batch.md
     python benchmarks/bench_memory.py       -> results/memory.md
+    python benchmarks/peers.py              -> results/peers.md   (needs `pip install -e ".[bench]"`)
+    python benchmarks/profile_peers.py      -> results/peers_profile.md
 then:
     python benchmarks/collect.py            -> BENCHMARKS.md
 """
@@ -20,7 +22,9 @@ SUITES = [("summary.md", "Targets at a glance"),
           ("mlp_batch.md", "MLP loss over a minibatch: gradient vs forward (issue 2)"),
           ("stability.md", "Numerical stabilisation: bits of error, naive vs stabilised (issue 4)"),
           ("aot.md", "Ahead-of-time modules: first-call time (issue 5)"),
-          ("memory.md", "Memory: elementwise calls over 10^8 points allocate only their outputs (issue 8)")]
+          ("memory.md", "Memory: elementwise calls over 10^8 points allocate only their outputs (issue 8)"),
+          ("peers.md", "Against peers: JAX, PyTensor, CasADi, autograd, SymPy, hand-written Numba (issue 7)"),
+          ("peers_profile.md", "Against peers: where symgrad's time goes where it misses a target (issue 7)")]
 
 
 def main() -> None:
