@@ -20,11 +20,7 @@ SCRIPT = ROOT / "benchmarks" / "peers.py"
 TIMEOUT = 240  # generous: the machine may be shared; the run itself takes ~30-60 s
 
 # Checks symgrad is known to fail today; each has a strict xfail below, so a fix is noticed.
-KNOWN_FAILURES = {
-    # the stabiliser only searches kernel outputs that are elementwise; here the output is
-    # X^T @ (elementwise region), so exp(-y*m)/(1+exp(-y*m)) is emitted as is and overflows
-    ("logreg", "symgrad", "gradient finite and accurate at |Xw| ~ 1e3"),
-}
+KNOWN_FAILURES: set = set()  # (benchmark, system, check) known to fail today, each a strict xfail
 
 
 @pytest.fixture(scope="module")

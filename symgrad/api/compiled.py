@@ -96,6 +96,7 @@ class Compiled:
         self.signature = parse_signature(signature, self.name)
         self.stabilize, self.parallel = stabilize, parallel
         self._entries: dict = {}
+        self.plain_entries: dict = {}  # core shapes -> entry, for calls with plain ndarray arguments (hvp)
         call = self._call
         self.public = functools.partial(lambda *args, **kwargs: call(args, kwargs))
         self.public.__dict__.update(

@@ -9,6 +9,8 @@ float32, float64 in float64; integer inputs are converted to float64.
 """
 from __future__ import annotations
 
+import numpy as np
+
 from ..errors import format_error
 from ..trace.pytree import tree_flatten, tree_unflatten
 from .compiled import Compiled
@@ -193,8 +195,16 @@ def hvp(fun, primals, tangents, signature: str | None = None, stabilize: bool = 
     Reference: Pearlmutter, "Fast exact multiplication by the Hessian" (1994).
     """
     primals, tangents = tuple(primals), tuple(tangents)
-    _check_tangents("hvp", fun, primals, tangents)
     kern = _cached(fun, "hvp", signature, stabilize, argnums=tuple(range(len(primals))))
+    if len(primals) == len(tangents) and all(
+            type(p) is np.ndarray and type(t) is np.ndarray and p.shape == t.shape
+            for p, t in zip(primals, tangents)):  # plain arrays: no pytree to check or rebuild
+        key = tuple(p.shape for p in primals)
+        entry = kern.plain_entries.get(key)
+        if entry is None:
+            entry = kern.plain_entries[key] = kern.entry_for(primals)
+        return entry.fn(*primals, *tangents)
+    _check_tangents("hvp", fun, primals, tangents)
     entry = kern.entry_for(primals)
     p_leaves, in_tree = tree_flatten(primals)
     t_leaves, _ = tree_flatten(tangents)

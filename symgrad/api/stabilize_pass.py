@@ -151,7 +151,8 @@ def stabilize_kernel(g: Graph, kernel: KernelDef, budget_s: float | None = None)
     from ..stabilize import needs_search, stabilize
 
     header: list[str] = []
-    mapping: dict[int, int] = {}
+    mapping: dict[int, int] = {}  # node -> replacement; consumers are rebuilt on it
+    direct: dict[int, int] = {}   # output node -> replacement that contains the node (outputs only)
     notes: dict[int, list[str]] = {}
     names = {o.node: o.name for o in kernel.outputs}
     for root in region_roots(g, [o.node for o in kernel.outputs]):
@@ -182,15 +183,22 @@ def stabilize_kernel(g: Graph, kernel: KernelDef, budget_s: float | None = None)
         if not records:
             continue
         if res.expr != expr:
-            mapping[root] = from_sympy(g, res.expr, leaves)
+            new = from_sympy(g, res.expr, leaves)
+            if root in g.ancestors([new]):  # e.g. a regime that keeps the derived form on one branch
+                if root not in names:  # consumers cannot be rewired to a form that contains the node itself
+                    header.append(f"stabilize: {name}: rewrite keeps the derived form inside; not applied")
+                    continue
+                direct[root] = new
+            else:
+                mapping[root] = new
         kernel.rewrites += [(name, r) for r in records]
         lines = [f"rewrite {r.one_line()}" for r in records]
-        notes.setdefault(mapping.get(root, root), []).extend(lines)
+        notes.setdefault(mapping.get(root, direct.get(root, root)), []).extend(lines)
         header += [f"{name}: {line}" for line in lines]
-    if mapping or notes:
-        memo = rebuild(g, [o.node for o in kernel.outputs] + list(notes), mapping)
+    if mapping or notes or direct:
+        memo = rebuild(g, [o.node for o in kernel.outputs] + list(notes) + list(direct.values()), mapping)
         for out in kernel.outputs:
-            out.node = memo[out.node]
+            out.node = memo[direct.get(out.node, out.node)]
         for nid, lines in notes.items():
             new = memo.get(nid, nid)
             kernel.comments[new] = "\n".join(filter(None, [kernel.comments.get(new), *lines]))
