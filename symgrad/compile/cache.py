@@ -251,7 +251,9 @@ def _exec_in_memory(name: str, key: str, source: str):
     filename = f"<symgrad:{name}_{key[:20]}>"
     text = _NJIT_CACHE.sub(r"\1cache=False", source)
     linecache.cache[filename] = (len(text), None, text.splitlines(True), filename)
-    return _run(filename, key, text, source)
+    mod = _run(filename, key, text, source)
+    _bind_entries(mod)
+    return mod
 
 
 def _exec(path: Path, key: str, source: str):
@@ -264,7 +266,15 @@ def _exec(path: Path, key: str, source: str):
         _disable(path.parent, exc)
         return _exec_in_memory(path.stem.rsplit("_", 1)[0], key, source)
     _verify_numba_cache(mod)
+    _bind_entries(mod)
     return mod
+
+
+def _bind_entries(mod) -> None:
+    """Let the module bind its float64 fast entries (after the cache files are set up)."""
+    use = getattr(mod, "_use_float64_entries", None)
+    if use is not None:
+        use()
 
 
 def _run(filename: str, key: str, text: str, source: str):

@@ -101,15 +101,21 @@ def emit_wrapper(k: KernelDef, const_count: int, dtypes=DTYPES) -> list[str]:
              f"    parallel_kernels={{{', '.join(repr(d) + ': ' + k.name + '_' + SUFFIX[d] + '_pbatch' for d in dtypes) if k.parallel else ''}}},",
              f"    consts=({consts64}{',' if const_count else ''}),"]
     scalar = all(c == () for c in cores) and all(c == () for c in out_cores)
+    fast = f"{k.name}_f64_entry"
     if scalar:
         lines.append(f"    cores={{{', '.join(repr(d) + ': ' + k.name + '_' + SUFFIX[d] for d in dtypes)}}},")
-    lines += [")", "", "",
+    lines += [")"]
+    if scalar and arg_names and "float64" in dtypes and not const_count:
+        lines += [f"{fast} = {k.name}_f64  # the compiled float64 overload after _use_float64_entries()",
+                  f"_FLOAT64_ENTRIES = _FLOAT64_ENTRIES + [({fast!r}, {k.name}_f64, {len(arg_names)})]"]
+    lines += ["", "",
              f"def {k.name}({', '.join(arg_names)}):",
              f"    {docstring(k.doc + '.')}"]
     if scalar and arg_names and "float64" in dtypes:
         test = " and ".join(f"isinstance({a}, float)" for a in arg_names)
         call_args = ", ".join(arg_names + [const_name(k.name, i) for i in range(const_count)])
-        lines += [f"    if {test}:", f"        return {k.name}_f64({call_args})"]
+        target = fast if not const_count else f"{k.name}_f64"
+        lines += [f"    if {test}:", f"        return {target}({call_args})"]
     elif arg_names and "float64" in dtypes:
         lines += _array_fast_path(k, const_count)
     par = ", parallel=True" if k.parallel else ""
@@ -148,6 +154,33 @@ def _array_fast_path(k: KernelDef, const_count: int) -> list[str]:
     return lines
 
 
+FLOAT64_ENTRY = """_FLOAT64_ENTRIES = []  # (global name, core, number of arguments)
+
+
+def _use_float64_entries():
+    \"\"\"Bind each ``<kernel>_f64_entry`` to its compiled float64 overload.
+
+    Called by symgrad once the module's Numba cache files are set up (compiling here, at
+    import, would bypass that); until then the entries are the dispatchers themselves.
+    \"\"\"
+    for name, core, n_args in _FLOAT64_ENTRIES:
+        globals()[name] = _float64_entry(core, n_args)
+
+
+def _float64_entry(core, n_args):
+    \"\"\"The compiled (float64, ...) overload of ``core``, to call without Numba's type dispatch.
+
+    Compiles the float64 version now (or loads it from Numba's cache).  The entry point is
+    only called with Python floats, for which it computes exactly what ``core`` computes.
+    \"\"\"
+    sig = (numba.float64,) * n_args
+    try:
+        core.compile(sig)
+        return core.overloads[sig].entry_point
+    except Exception:  # a Numba without these internals: dispatch as usual
+        return core"""
+
+
 def emit_module(g: Graph, kernels: list[KernelDef], header: list[str],
                 runtime_import: str = RUNTIME_IMPORT, dtypes=DTYPES) -> str:
     """The full source text of a module defining ``kernels`` for each of ``dtypes``."""
@@ -163,6 +196,7 @@ def emit_module(g: Graph, kernels: list[KernelDef], header: list[str],
     helpers = helpers_used(body)
     out = [c for line in header for c in comment_lines(line)]
     out += ["import base64", "import math", "", "import numba", "import numpy as np", "", runtime_import]
+    out += ["", ""] + FLOAT64_ENTRY.splitlines()
     out += ["", "", "def _decode(data, shape, dtype):",
             '    """A constant array stored in this file as base64 bytes."""',
             "    return np.frombuffer(base64.b64decode(data), dtype=dtype).reshape(shape)"]

@@ -55,7 +55,7 @@ class TempNamer:
 
 def kernel_names(kname: str) -> list[str]:
     """Module-level names a kernel ``kname`` defines (its arguments must not shadow them)."""
-    return [kname] + [f"{kname}_{SUFFIX[d]}{tag}" for d in DTYPES for tag in ("", "_batch", "_pbatch")]
+    return [kname] + [f"{kname}_{SUFFIX[d]}{tag}" for d in DTYPES for tag in ("", "_batch", "_pbatch", "_entry")]
 
 
 def spec_name(kname: str) -> str:
