@@ -258,7 +258,8 @@ def section_calls() -> str:
         C = g.compiled
         entry = C.entry_for((x,))
         mod, nm = entry.fn.__globals__, entry.fn.__name__
-        batch = mod["_" + nm.upper() + "_SPEC"].kernels["float64"]
+        from symgrad.emit.names import spec_name
+        batch = mod[spec_name(nm)].kernels["float64"]
         xin, outb = x.reshape(1, n), np.empty((1, n))
         sg.hvp(peers.rosen_np, (x,), (v,), signature="(n)->()")
         hk = peers.rosen_np.__symgrad_cache__[("hvp", "(n)->()", True, (0,))]
