@@ -128,3 +128,17 @@ def test_cli_png_with_graphviz(tmp_path):
 def test_cli_tangent_needs_forward_mode(capsys):
     assert main(["explain", FUNCS + ":loss_zxy", "--tangent", "x=1"]) == 2
     assert "--mode forward" in capsys.readouterr().err
+
+
+def test_custom_gradient_is_honoured_in_both_modes():
+    @sg.custom_gradient
+    def scaled_sin(x):
+        def grad_fn(upstream):
+            return upstream * 3.0  # deliberately not cos(x): the rule must win
+        return np.sin(x), grad_fn
+
+    f = lambda x: 2 * scaled_sin(x)  # noqa: E731
+    rev, fwd = sg.explain(f, 1.5), sg.explain(f, 1.5, mode="forward")
+    assert float(rev.gradient["x"]) == 6.0 == float(fwd.gradient["output_dot"])
+    assert "custom_gradient" in rev.adjoint("x").contributions[0].shape_note
+    assert "grad_fn transposed(x_dot)" in fwd.tangents[0].formula

@@ -311,6 +311,8 @@ def _linear_formula(ref, g, nid, arg_t, dots) -> str:
     """Tangent of an array primitive: the op on the tangents, with the product rule for products."""
     node = g[nid]
     names = [ref.name(a) for a in node.args]
+    if node.op == "custom_gradient":  # the user's grad_fn, transposed, applied to the input tangents
+        return f"grad_fn transposed({', '.join(d for d in dots[1:] if d != '0')})  [custom_gradient rule]"
     if node.op == "contract":  # bilinear: A_dot B + A B_dot
         parts = []
         for k in range(2):
