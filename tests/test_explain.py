@@ -141,4 +141,4 @@ def test_custom_gradient_is_honoured_in_both_modes():
     rev, fwd = sg.explain(f, 1.5), sg.explain(f, 1.5, mode="forward")
     assert float(rev.gradient["x"]) == 6.0 == float(fwd.gradient["output_dot"])
     assert "custom_gradient" in rev.adjoint("x").contributions[0].shape_note
-    assert "grad_fn transposed(x_dot)" in fwd.tangents[0].formula
+    assert "grad_fn transposed(x_dot)" in fwd.tangents[1].formula and float(fwd.tangents[1].value) == 3.0
