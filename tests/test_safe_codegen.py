@@ -285,7 +285,7 @@ def test_custom_gradient_name_in_comments(name):
         assert_safe_source(src, [name])
 
 
-@pytest.mark.parametrize("k, filename", enumerate(["evil\nimport os\n.py", "evil\rimport os.py", 'q"""\nimport os.py']))
+@pytest.mark.parametrize("k, filename", list(enumerate(["evil\nimport os\n.py", "evil\rimport os.py", 'q"""\nimport os.py'])))
 def test_file_name_and_docstring_with_code(k, filename):
     # a distinct function per case: the cache key is the program, so equal programs share a module
     src = f'def f(x):\n    """doc \\"\\"\\" with quotes\n    import os\n    """\n    return x * x + {k}.0\n'
