@@ -39,6 +39,9 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results" / "core.md"
 
+sys.path.insert(0, str(HERE))
+from _common import compile_event_log, fmt_t, table  # noqa: E402
+
 MLP_SIG = "(h,i),(h),(h),(i),()->()"
 
 
@@ -51,22 +54,6 @@ def _fresh_cache_env(cache_dir: str | None = None) -> dict:
 
 def med(xs):
     return statistics.median(xs)
-
-
-def fmt_t(sec: float) -> str:
-    if sec >= 1:
-        return f"{sec:.2f} s"
-    if sec >= 1e-3:
-        return f"{sec * 1e3:.2f} ms"
-    if sec >= 1e-6:
-        return f"{sec * 1e6:.2f} µs"
-    return f"{sec * 1e9:.0f} ns"
-
-
-def table(headers, rows) -> str:
-    out = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
-    out += ["| " + " | ".join(str(c) for c in r) + " |" for r in rows]
-    return "\n".join(out)
 
 
 # ----------------------------------------------------------------------------------------
@@ -143,18 +130,7 @@ def worker_build(h: int, i: int, prewarm: str, do_eval: bool, repeats: int) -> d
 
     # Numba compile events: total per top-level function, and the part spent compiling
     # Numba's own slice-assignment error message (raise_with_shape_context -> str/join).
-    from numba.core import event
-    starts, compile_log = {}, []
-
-    class _Listener(event.Listener):
-        def on_start(self, ev):
-            starts[id(ev.data["dispatcher"]), str(ev.data["args"])] = time.perf_counter()
-
-        def on_end(self, ev):
-            s = starts.pop((id(ev.data["dispatcher"]), str(ev.data["args"])), None)
-            if s is not None:
-                compile_log.append((ev.data["dispatcher"].py_func.__qualname__, time.perf_counter() - s))
-    event.register("numba:compile", _Listener())
+    compile_log = compile_event_log()
 
     # Time the stages by wrapping the names compiled.py calls (in this process only).
     stages = {"trace": 0.0, "differentiate": 0.0, "emit": 0.0, "load": 0.0}

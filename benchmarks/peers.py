@@ -51,6 +51,8 @@ warnings.filterwarnings("ignore", category=RuntimeWarning)
 
 import numpy as np  # noqa: E402
 
+from _common import BUILD_STAGES, fmt_t, table, time_calls  # noqa: E402
+
 np.seterr(all="ignore")
 
 ALL_PEERS = ["symgrad", "jax", "pytensor", "casadi", "autograd", "sympy", "numba"]
@@ -66,24 +68,6 @@ HAND = {"numba", "scipy"}  # hand-written baselines, not "peers" for the best-pe
 # ----------------------------------------------------------------------------------------
 def med(xs):
     return statistics.median(xs)
-
-
-def fmt_t(sec: float | None) -> str:
-    if sec is None or not math.isfinite(sec):
-        return "–"
-    if sec >= 1:
-        return f"{sec:.2f} s"
-    if sec >= 1e-3:
-        return f"{sec * 1e3:.2f} ms"
-    if sec >= 1e-6:
-        return f"{sec * 1e6:.2f} µs"
-    return f"{sec * 1e9:.0f} ns"
-
-
-def table(headers, rows) -> str:
-    out = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
-    out += ["| " + " | ".join(str(c) for c in r) + " |" for r in rows]
-    return "\n".join(out)
 
 
 def peer_version(name: str) -> str:
@@ -826,19 +810,8 @@ def worker_mlp(peer: str, h: int, i: int, prewarm: bool, repeats: int) -> dict:
             res["prewarm_s"] = time.perf_counter() - t1
         stages = {"trace": 0.0, "differentiate": 0.0, "stabilize": 0.0, "emit": 0.0, "load": 0.0}
 
-        def wrap(name, stage):
-            fn = getattr(C, name)
-
-            def timed(*a, **k):
-                s = time.perf_counter()
-                try:
-                    return fn(*a, **k)
-                finally:
-                    stages[stage] += time.perf_counter() - s
-            setattr(C, name, timed)
-        for name, stage in (("trace_program", "trace"), ("build_kernel", "differentiate"),
-                            ("stabilize_kernel", "stabilize"), ("emit_module", "emit"), ("load_module", "load")):
-            wrap(name, stage)
+        for name, stage in BUILD_STAGES:
+            time_calls(C, name, stages, stage)
 
         def build():
             g = sg.grad(loss, argnums=(0, 1, 2), signature=MLP_SIG)

@@ -20,7 +20,6 @@ import collections
 import datetime
 import json
 import os
-import platform
 import resource
 import statistics
 import subprocess
@@ -36,6 +35,8 @@ sys.path.insert(0, str(HERE))
 warnings.filterwarnings("ignore")
 
 import numpy as np  # noqa: E402
+
+from _common import BUILD_STAGES, compile_event_log, time_calls  # noqa: E402
 
 import peers  # noqa: E402  (the benchmark's own functions: same MLP, Rosenbrock, data)
 
@@ -84,21 +85,10 @@ def worker_build(h: int, i: int, form: str, prewarm: bool) -> dict:
         res["numba_first_njit_s"] = time.perf_counter() - t0
     stages = collections.Counter()
 
-    def wrap(mod, name, stage):
-        fn = getattr(mod, name)
-
-        def timed(*a, **k):
-            s = time.perf_counter()
-            try:
-                return fn(*a, **k)
-            finally:
-                stages[stage] += time.perf_counter() - s
-        setattr(mod, name, timed)
-    for name, stage in (("trace_program", "trace"), ("build_kernel", "differentiate"),
-                        ("stabilize_kernel", "stabilize"), ("emit_module", "emit"), ("load_module", "load")):
-        wrap(C, name, stage)
-    wrap(stab, "bits_of_error_report", "stabilize: probes (bits_of_error_report)")
-    wrap(stab, "stabilize", "stabilize: searches (stabilize)")
+    for name, stage in BUILD_STAGES:
+        time_calls(C, name, stages, stage)
+    time_calls(stab, "bits_of_error_report", stages, "stabilize: probes (bits_of_error_report)")
+    time_calls(stab, "stabilize", stages, "stabilize: searches (stabilize)")
     calls = collections.Counter()
     for nm in ("bits_of_error_report", "stabilize"):
         f = getattr(stab, nm)
@@ -107,18 +97,7 @@ def worker_build(h: int, i: int, form: str, prewarm: bool) -> dict:
             calls[_nm] += 1
             return _f(*a, **k)
         setattr(stab, nm, counted)
-    from numba.core import event
-    starts, log = {}, []
-
-    class L(event.Listener):
-        def on_start(self, ev):
-            starts[id(ev.data["dispatcher"]), str(ev.data["args"])] = time.perf_counter()
-
-        def on_end(self, ev):
-            s = starts.pop((id(ev.data["dispatcher"]), str(ev.data["args"])), None)
-            if s is not None:
-                log.append((ev.data["dispatcher"].py_func.__qualname__, time.perf_counter() - s))
-    event.register("numba:compile", L())
+    log = compile_event_log()
     loss = peers.mlp_loss if form == "array" else peers.mlp_loss_unrolled
     args = peers.mlp_args(h, i)
     t0 = time.perf_counter()
