@@ -32,7 +32,17 @@ from symgrad.trace.trace import trace_program
 
 from .programs import Program
 
-STATS = {"kernels": 0, "programs": set()}
+STATS = {"kernels": 0, "programs": set(), "sizes": {}, "ops": {}}
+
+
+def register_program(program: Program) -> None:
+    """Record a distinct program (size and ops) for the session summary."""
+    if program.name in STATS["programs"]:
+        return
+    STATS["programs"].add(program.name)
+    STATS["sizes"][program.name] = len(program.live())
+    for op, k in program.count_ops().items():
+        STATS["ops"][op] = STATS["ops"].get(op, 0) + k
 
 
 @dataclass
@@ -94,5 +104,5 @@ def combined(program: Program, kinds=("jit", "grad", "jvp", "vjp", "hvp", "hessi
     key = cache_key(p.fingerprint(), "property-combined", kinds, stabilize, budget if stabilize else None)
     module = load_module(kname, key, emit_module(p.graph, [kd], header))
     STATS["kernels"] += 1
-    STATS["programs"].add(program.name)
+    register_program(program)
     return Combined(module, kname, kd, program, tuple(kinds))

@@ -489,20 +489,43 @@ class EvalCtx:
         self.switches.extend(_elems(v))
 
 
+# Ops whose derivative symgrad computes from the *rounded primal output* by a cancelling
+# formula: tanh' = 1 - out^2 and expm1' = out + 1 lose u / |derivative| relative accuracy
+# where the derivative is small, which perturbing the output alone does not show (the
+# derivative of out * (1 + d) is (1 + d) out').  Their perturbed version adds the absolute
+# derivative noise such a formula has, anchored at the evaluation point x0 so that the value
+# there is unchanged:
+#   tanh:  t (1 + d1) + ((1 + d2)^2 - 1) ((t - t0) - (x - x0)) + 2 d3 (x - x0)^2
+#          (first derivative (1 + d1)(1 - t^2) - ((1 + d2)^2 - 1) t^2, i.e. 1 - t^2 from a t
+#          rounded by d2; second derivative + 4 d3)
+#   expm1: m (1 + d1) + d2 ((m - m0) - (x - x0)) + d3 (|m0| + 1) (x - x0)^2
+FORMULA_NOISE = {"tanh", "expm1"}
+
+
+def _noisy(op, x, x0, d):
+    d1, d2, d3 = d
+    if op == "tanh":
+        t, t0 = mpmath.tanh(x), mpmath.tanh(x0)
+        return t * (1 + d1) + ((1 + d2) ** 2 - 1) * ((t - t0) - (x - x0)) + 2 * d3 * (x - x0) ** 2
+    m, m0 = mpmath.expm1(x), mpmath.expm1(x0)
+    return m * (1 + d1) + d2 * ((m - m0) - (x - x0)) + d3 * (abs(m0) + 1) * (x - x0) ** 2
+
+
 def perturbations(program: Program, rng: np.random.Generator, u: float) -> dict:
-    """Fixed relative perturbations ``u * U(-1, 1)`` for every non-input float node."""
+    """Fixed perturbations ``u * U(-1, 1)`` (three per element) for every non-input float node."""
     out = {}
     for k in program.live():
         n = program.nodes[k]
         if n.op != "input" and n.kind == "f":
             size = int(np.prod(n.shape)) if n.shape else 1
-            out[k] = tuple(mpmath.mpf(float(d)) for d in u * rng.uniform(-1.0, 1.0, size))
+            out[k] = tuple(tuple(mpmath.mpf(float(d)) for d in u * rng.uniform(-1.0, 1.0, 3)) for _ in range(size))
     return out
 
 
-def mp_eval(program: Program, inputs, deltas=None):
+def mp_eval(program: Program, inputs, deltas=None, anchors=None):
     """(value, switching values) of ``program`` at ``inputs`` (mpf / tuples of mpf) at the
-    current mpmath precision; ``deltas`` perturbs every node's result."""
+    current mpmath precision.  ``deltas`` perturbs every node's result; the first evaluation
+    with a given ``anchors`` dict records the arguments of FORMULA_NOISE nodes there (x0)."""
     ctx = EvalCtx(deltas)
     vals = {}
     for k in program.live():
@@ -511,11 +534,22 @@ def mp_eval(program: Program, inputs, deltas=None):
             v = inputs[k]
         elif n.op == "const":
             v = mpmath.mpf(n.params[0])
+        elif deltas is not None and n.op in FORMULA_NOISE:
+            x = vals[n.args[0]]
+            if anchors is not None and k not in anchors:
+                anchors[k] = x
+            x0 = anchors[k] if anchors is not None else x
+            if _is_vec(x):
+                v = tuple(_noisy(n.op, a, b, d) for a, b, d in zip(x, x0, deltas[k]))
+            else:
+                v = _noisy(n.op, x, x0, deltas[k][0])
+            vals[k] = v
+            continue
         else:
             v = OPS[n.op].mp(ctx, [vals[a] for a in n.args], n.params)
         if deltas is not None and k in deltas:
             d = deltas[k]
-            v = tuple(x * (1 + e) for x, e in zip(v, d)) if _is_vec(v) else v * (1 + d[0])
+            v = tuple(x * (1 + e[0]) for x, e in zip(v, d)) if _is_vec(v) else v * (1 + d[0][0])
         vals[k] = v
     return vals[program.output], ctx.switches
 
