@@ -51,7 +51,21 @@ def _exp(v):
     return r
 
 
+# Intermediates whose magnitude exceeds 2**_HUGE_MAG (far beyond any float: exp(exp(x)) at
+# x = 1e300) have no usable exact value: exp of them would need ln 2, and sin/cos/tan pi, to
+# that many bits (hours), and mpmath's tanh allocates a 2**mag-bit integer (MemoryError).  Such
+# exp overflows to inf (or underflows to 0) and the trigonometric functions give nan, as the
+# float program does; points with a non-finite reference are dropped by the sampler.
+_HUGE_MAG = 1 << 15
+
+
+def _huge(v) -> bool:
+    return type(v) is mpmath.mpf and bool(v._mpf_[1]) and v._mpf_[2] + v._mpf_[3] > _HUGE_MAG
+
+
 def _exp_raw(v):
+    if _huge(v):
+        return mpmath.inf if v > 0 else mpmath.mpf(0)
     if v._mpf_[1] and v._mpf_[2] + v._mpf_[3] > 12:
         mag = v._mpf_[2] + v._mpf_[3]
         with mpmath.extraprec(mag + 16):
@@ -67,6 +81,19 @@ def _sinh(v):
 
 def _cosh(v):
     return (_exp(v) + _exp(-v)) / 2 if type(v) is mpmath.mpf and abs(v) > 64 else mpmath.cosh(v)
+
+
+def _tanh(v):
+    """tanh; for |v| > 64 as sign(v) (1 - 2 / (exp(2|v|) + 1)) (no cancellation there), since
+    mpmath.tanh of a huge argument builds a 2**mag-bit integer."""
+    if type(v) is mpmath.mpf and abs(v) > 64:
+        return mpmath.sign(v) * (1 - 2 / (_exp(2 * abs(v)) + 1))
+    return mpmath.tanh(v)
+
+
+def _periodic(fn):
+    """sin/cos/tan, nan for a huge argument (its reduction modulo pi would need mag bits of pi)."""
+    return lambda v: mpmath.nan if _huge(v) else fn(v)
 
 
 def _expm1(v):
@@ -94,9 +121,9 @@ _CUSTOM = {
 }
 
 _UNARY = {
-    sp.exp: _exp, sp.log: mpmath.log, sp.sin: mpmath.sin, sp.cos: mpmath.cos,
-    sp.tan: mpmath.tan, sp.atan: mpmath.atan, sp.asin: mpmath.asin, sp.acos: mpmath.acos,
-    sp.sinh: _sinh, sp.cosh: _cosh, sp.tanh: mpmath.tanh, sp.Abs: abs,
+    sp.exp: _exp, sp.log: mpmath.log, sp.sin: _periodic(mpmath.sin), sp.cos: _periodic(mpmath.cos),
+    sp.tan: _periodic(mpmath.tan), sp.atan: mpmath.atan, sp.asin: mpmath.asin, sp.acos: mpmath.acos,
+    sp.sinh: _sinh, sp.cosh: _cosh, sp.tanh: _tanh, sp.Abs: abs,
     sp.sign: mpmath.sign,
 }
 _ILL = {sp.log, sp.sin, sp.cos, sp.tan, sp.asin, sp.acos, sp.atan, sp.tanh}
