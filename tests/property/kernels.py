@@ -26,7 +26,7 @@ from symgrad.api.build import build_kernel
 from symgrad.api.stabilize_pass import stabilize_kernel
 from symgrad.compile.cache import cache_key, load_module
 from symgrad.emit.module import KernelDef, emit_module
-from symgrad.emit.names import SUFFIX
+from symgrad.emit.names import SUFFIX, spec_name
 from symgrad.emit.printer import KernelIO
 from symgrad.trace.trace import trace_program
 
@@ -59,7 +59,7 @@ class Combined:
         core = getattr(self.module, f"{self.kname}_{SUFFIX[dtype]}")
         assert isinstance(core, Dispatcher), f"{self.kname} core is not a Numba dispatcher: {core!r}"
         assert not numba.config.DISABLE_JIT, "NUMBA_DISABLE_JIT would run generated code as Python"
-        spec = getattr(self.module, f"_{self.kname.upper()}_SPEC")
+        spec = getattr(self.module, spec_name(self.kname))
         values = {}
         n = self.program.n_inputs
         for k in range(n):

@@ -14,6 +14,7 @@ import sys
 
 import numpy as np
 import symgrad as sg
+from symgrad.emit.names import spec_name
 from numba.core.dispatcher import Dispatcher
 from hypothesis import given, note, settings, strategies as st
 
@@ -253,7 +254,7 @@ def _assert_compiled(chk, public, what):
     if not entries:
         chk.failures.append(f"{what}: nothing was compiled")
     for e in entries:
-        spec = e.fn.__globals__[f"_{e.fn.__name__.upper()}_SPEC"]
+        spec = e.fn.__globals__[spec_name(e.fn.__name__)]
         dispatchers = list(spec.kernels.values()) + list(spec.cores.values())
         if not all(isinstance(d, Dispatcher) for d in dispatchers) or not any(d.signatures for d in dispatchers):
             chk.failures.append(f"{what}: no Numba-compiled kernel ran ({dispatchers})")
