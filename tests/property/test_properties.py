@@ -368,7 +368,7 @@ STAB_BUDGET = 0.25   # seconds per expression (the default is 2 s)
 STAB_TIMEOUT = 120   # a stabilised compile that takes longer is a bug (the budget is per expression)
 
 
-class _Timeout(Exception):
+class _Timeout(BaseException):  # not an Exception: the stabiliser's `except Exception` must not swallow it
     pass
 
 

@@ -4,6 +4,9 @@ Each test holds the minimal program (shrunk by hypothesis, then simplified by ha
 and asserts values, so it fails if the bug comes back.  Tests of bugs that are not
 fixed are ``xfail(strict=True)``: they start failing (XPASS) when a fix lands.
 """
+import signal
+import time
+
 import mpmath
 import numpy as np
 import pytest
@@ -55,3 +58,40 @@ def test_stabilised_compile_of_nested_exp(name, f, df):
     x = np.array([-2.0, -0.5, 0.25, 1.0, 1.5])
     np.testing.assert_allclose(sg.jit(f, stabilize=0.5)(x), f(x), rtol=1e-13)
     np.testing.assert_allclose(sg.grad(f, stabilize=0.5)(x), df(x), rtol=1e-12)
+
+
+# -- stabiliser wall-clock budget -----------------------------------------------------------------------
+# Found while building the property tests: sg.jit(lambda x: np.tan(np.exp(np.exp(x))))(1.0) did not
+# finish in 10 minutes, although the stabiliser documents a cap of 2 s per expression.  The series
+# candidate for tan(exp(exp(x))) (adaptive_series: order-12 expansion, several seconds by itself) is
+# a Horner form nested dozens of levels deep; scoring it (compile_numpy: default_sort_key and
+# is_number recurse through the unevaluated nesting) takes minutes, and the deadline is only
+# checked between steps.  With budget_s <= 1 the series step is skipped and it returns in ~1 s.
+
+class _Alarm(BaseException):  # not an Exception: the stabiliser's `except Exception` must not swallow it
+    pass
+
+
+def _raise_alarm(signum, frame):
+    raise _Alarm()
+
+
+@pytest.mark.xfail(strict=True, raises=_Alarm,
+                   reason="stabiliser series candidate of tan(exp(exp(x))) takes minutes (budget 2 s)")
+def test_stabiliser_respects_budget_on_nested_exp_series():
+    from symgrad.stabilize import stabilize
+
+    old = signal.signal(signal.SIGALRM, _raise_alarm)
+    signal.alarm(10)
+    try:
+        t0 = time.perf_counter()
+        res = stabilize(sp.tan(sp.exp(sp.exp(x_))), [x_], budget_s=2.0)
+        elapsed = time.perf_counter() - t0
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
+    assert elapsed < 10
+    f = sp.lambdify(x_, res.expr, "mpmath")
+    with mpmath.workdps(30):
+        assert mpmath.almosteq(f(mpmath.mpf("0.5")), mpmath.tan(mpmath.exp(mpmath.exp(mpmath.mpf("0.5")))),
+                               rel_eps=1e-12)
