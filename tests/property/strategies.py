@@ -303,10 +303,13 @@ class Builder:
             return self.add("prod", [self.fit(out, -4.0, 4.0)], (n,))
         return self.add(how, [self.fit(out)], (n,))
 
-    def finish(self) -> int:
-        """The output: the sum of every main result no later node uses, each reduced to a scalar."""
+    def finish(self, vector_output=False) -> int:
+        """The output: the sum of every main result no later node uses, each reduced to a scalar
+        (with ``vector_output``, the last result is kept as a vector when it is one)."""
         used = {a for n in self.nodes for a in n.args}
-        parts = [self.reduce(k) for k in self.main if k not in used]
+        dangling = [k for k in self.main if k not in used]
+        keep = vector_output and self.shape(dangling[-1]) != ()
+        parts = [self.reduce(k) for k in dangling[:-1]] + [dangling[-1] if keep else self.reduce(dangling[-1])]
         out = parts[-1]
         for k in reversed(parts[:-1]):
             out = self.add("add", [self.fit(k), self.fit(out)], wrapper=True)
@@ -319,12 +322,13 @@ def _compatible(*shapes) -> bool:
 
 
 @st.composite
-def programs(draw, max_inputs=4, max_ops=8, max_depth=6, vectors=False, min_ops=1):
+def programs(draw, max_inputs=4, max_ops=8, max_depth=6, vectors=False, min_ops=1, vector_output=False):
     """A random :class:`Program` with 1..max_inputs inputs and min_ops..max_ops main ops.
 
     ``vectors=False``: scalar inputs and scalar ops only.  ``vectors=True``: at least one input
     is a vector (length 2 or 3) and the vector ops (sum, dot/@/einsum, indexing, slicing, stack,
     concatenate, outer products, broadcast_to, norm, prod, mean) are drawn too.
+    ``vector_output=True``: the output is a vector when the last op's result is one.
     """
     n_in = draw(st.integers(1, max_inputs))
     shapes = [()] * n_in
@@ -340,7 +344,7 @@ def programs(draw, max_inputs=4, max_ops=8, max_depth=6, vectors=False, min_ops=
             b.main.append(k)
     if not b.main:
         b.main.append(b.add("sin", [b.fit(0)]))
-    out = b.finish()
+    out = b.finish(vector_output)
     return Program(tuple(shapes), tuple(b.nodes), out, notes=tuple(boxes))
 
 
