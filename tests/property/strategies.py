@@ -39,9 +39,12 @@ UNARY_DOMAIN = {
 }
 
 # op families, drawn first (repeats weight them); hypothesis shrinks towards the first entries
-FAMILIES = ["arith", "unary", "arith", "unary", "where", "kink", "binary", "vector", "unary", "arith", "vector"]
+FAMILIES = ["arith", "unary", "arith", "unary", "where", "kink", "binary", "vector", "unary", "nested", "vector"]
 FAMILY_OPS = {
     "arith": ["add", "mul", "sub", "div", "powc", "pow"],
+    # a - (b op c) and a / (b op c) with a fresh, single-use inner node, which symgrad's printer
+    # inlines: the parenthesisation (no re-association) is then visible in the values
+    "nested": ["sub_nested", "div_nested"],
     "binary": ["logaddexp", "hypot", "arctan2", "maximum", "minimum"],
     "kink": ["abs", "maximum", "minimum", "clip", "sign"],
     "where": ["where"],
@@ -98,13 +101,17 @@ class Builder:
                  if self.is_float(k) and self.depth[k] < self.max_depth and pred(k)]
         if not cands:
             return None
-        if self.main and self.main[-1] in cands and self.draw(st.booleans()):
+        mode = self.draw(st.integers(0, 2))
+        if mode == 1 and self.main and self.main[-1] in cands:
             return self.main[-1]  # chain on the latest result
+        if mode == 2:  # a recent node, often used once so far: the printer inlines it into its
+            recent = cands[-3:]  # consumer, which exercises parenthesisation (x - (y + z), x / (y * z))
+            return recent[self.draw(st.integers(0, len(recent) - 1))]
         return cands[self.draw(st.integers(0, len(cands) - 1))]
 
     def pick_compatible(self, shape, allow_const=True):
         """A second operand broadcastable against ``shape``: a node, or a constant."""
-        if allow_const and self.draw(st.booleans()):
+        if allow_const and self.draw(st.integers(0, 2)) == 2:
             return self.const(self.draw_const())
         k = self.pick(lambda k: self.shape(k) in ((), shape) or shape == ())
         return k if k is not None else self.const(self.draw_const())
@@ -160,6 +167,9 @@ class Builder:
                                self.const(1.0)], wrapper=True)
         return self.add("div", [b, den], iv=Iv(-0.5, 0.5), wrapper=True)
 
+    def _compatible(self, a, b) -> bool:
+        return _compatible(self.shape(a), self.shape(b))
+
     def nonzero(self, b, margin=0.25) -> int:
         iv = self.iv[b]
         if iv.lo >= margin or iv.hi <= -margin:
@@ -187,6 +197,26 @@ class Builder:
             if self.draw(st.booleans()):  # constant numerators too
                 a, b = b, a
             return self.add("div", [self.fit(a), self.nonzero(b)])
+        if op == "sub_nested":
+            inner = self.draw(st.sampled_from(["add", "sub", "mul", "div"]))
+            b, c = self.pick(), self.pick()
+            c = c if self._compatible(b, c) else self.const(self.draw_const())
+            if inner in ("add", "sub"):
+                args = [self.fit(b, -100.0, 100.0), self.fit(c, -100.0, 100.0)]
+            elif inner == "mul":
+                args = [self.fit(b, -30.0, 30.0), self.fit(c, -30.0, 30.0)]
+            else:
+                args = [self.fit(b, -100.0, 100.0), self.nonzero(c)]
+            t = self.add(inner, args)
+            a = a if self._compatible(a, t) else self.const(self.draw_const())
+            return self.add("sub", [self.fit(a), t])
+        if op == "div_nested":
+            inner = self.draw(st.sampled_from(["mul", "div"]))
+            b, c = self.pick(), self.pick()
+            c = c if self._compatible(b, c) else self.const(self.draw_const())
+            t = self.add(inner, [self.nonzero(self.fit(b, -30.0, 30.0)), self.nonzero(self.fit(c, -30.0, 30.0))])
+            a = a if self._compatible(a, t) else self.const(self.draw_const())
+            return self.add("div", [self.fit(a), t])
         if op == "unary":
             name = self.draw(st.sampled_from(UNARY_OPS))
             lo, hi = UNARY_DOMAIN[name]
