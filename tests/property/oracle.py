@@ -84,16 +84,26 @@ def tolerance(spread: float, value: float, u: float) -> float:
     return SAFETY * spread + 8.0 * u * abs(value)
 
 
-def _run(program, X, dirs, deltas, want_d2):
+def _scalar(value, weights):
+    """A vector output is checked through the weighted sum w . F (weights exact in mpmath)."""
+    if isinstance(value, tuple):
+        return mpmath.fsum(mpmath.mpf(float(w)) * v for w, v in zip(weights, value))
+    return value
+
+
+def _run(program, X, dirs, deltas, want_d2, weights=None):
     """f, {name: D1}, {name: D2} at flat point X (mpf list) along directions ``dirs``."""
     anchors = {}
-    f0, _ = mp_eval(program, unflatten_mp(program, X), deltas, anchors)
+
+    def ev(x):
+        return _scalar(mp_eval(program, unflatten_mp(program, x), deltas, anchors)[0], weights)
+
+    f0 = ev(X)
     d1, d2 = {}, {}
     for name, d in dirs.items():
         xp = [x + H * di for x, di in zip(X, d)]
         xm = [x - H * di for x, di in zip(X, d)]
-        fp, _ = mp_eval(program, unflatten_mp(program, xp), deltas, anchors)
-        fm, _ = mp_eval(program, unflatten_mp(program, xm), deltas, anchors)
+        fp, fm = ev(xp), ev(xm)
         d1[name] = (fp - fm) / (2 * H)
         if want_d2:
             d2[name] = (fp - 2 * f0 + fm) / (H * H)
@@ -101,8 +111,9 @@ def _run(program, X, dirs, deltas, want_d2):
 
 
 def reference(program: Program, point, dirs: dict, *, u=U64, probe=1e-6, runs=2, seed=0,
-              want_d2=True) -> Ref:
-    """The reference at ``point`` (a tuple of floats/arrays) along flat directions ``dirs``."""
+              want_d2=True, weights=None) -> Ref:
+    """The reference at ``point`` (a tuple of floats/arrays) along flat directions ``dirs``;
+    a vector-valued program is scalarised as ``weights . F``."""
     rng = np.random.default_rng(seed)
     flat = flatten(point)
     with mpmath.workdps(DPS):
@@ -121,12 +132,12 @@ def reference(program: Program, point, dirs: dict, *, u=U64, probe=1e-6, runs=2,
             if any(abs(a) <= 10 * abs(b - a) for a, b in zip(sw0, swp)):
                 near = True
                 break
-        f, d1, d2 = _run(program, X, dmp, None, want_d2)
+        f, d1, d2 = _run(program, X, dmp, None, want_d2, weights)
         ref = Ref(float(f), {k: float(v) for k, v in d1.items()}, {k: float(v) for k, v in d2.items()},
                   near_switch=near)
         spreads = {"f": 0.0, **{("d1", k): 0.0 for k in d1}, **{("d2", k): 0.0 for k in d2}}
         for _ in range(runs):
-            fk, d1k, d2k = _run(program, X, dmp, perturbations(program, rng, u), want_d2)
+            fk, d1k, d2k = _run(program, X, dmp, perturbations(program, rng, u), want_d2, weights)
             spreads["f"] = max(spreads["f"], float(abs(fk - f)))
             for k in d1:
                 spreads[("d1", k)] = max(spreads[("d1", k)], float(abs(d1k[k] - d1[k])))

@@ -423,7 +423,11 @@ class Program:
     @property
     def signature(self) -> str:
         ins = ",".join("(" + ",".join(str(d) for d in s) + ")" for s in self.input_shapes)
-        return f"{ins}->()"
+        return f"{ins}->({','.join(str(d) for d in self.out_shape)})"
+
+    @property
+    def out_shape(self) -> tuple:
+        return self.nodes[self.output].shape
 
     def body(self) -> list[str]:
         names, lines = {}, []

@@ -39,9 +39,12 @@ UNARY_DOMAIN = {
 }
 
 # op families, drawn first (repeats weight them); hypothesis shrinks towards the first entries
-FAMILIES = ["arith", "unary", "arith", "unary", "where", "kink", "binary", "vector", "unary", "arith", "vector"]
+FAMILIES = ["arith", "unary", "arith", "unary", "where", "kink", "binary", "vector", "unary", "nested", "vector"]
 FAMILY_OPS = {
     "arith": ["add", "mul", "sub", "div", "powc", "pow"],
+    # a - (b op c) and a / (b op c) with a fresh, single-use inner node, which symgrad's printer
+    # inlines: the parenthesisation (no re-association) is then visible in the values
+    "nested": ["sub_nested", "div_nested"],
     "binary": ["logaddexp", "hypot", "arctan2", "maximum", "minimum"],
     "kink": ["abs", "maximum", "minimum", "clip", "sign"],
     "where": ["where"],
@@ -98,13 +101,17 @@ class Builder:
                  if self.is_float(k) and self.depth[k] < self.max_depth and pred(k)]
         if not cands:
             return None
-        if self.main and self.main[-1] in cands and self.draw(st.booleans()):
+        mode = self.draw(st.integers(0, 2))
+        if mode == 1 and self.main and self.main[-1] in cands:
             return self.main[-1]  # chain on the latest result
+        if mode == 2:  # a recent node, often used once so far: the printer inlines it into its
+            recent = cands[-3:]  # consumer, which exercises parenthesisation (x - (y + z), x / (y * z))
+            return recent[self.draw(st.integers(0, len(recent) - 1))]
         return cands[self.draw(st.integers(0, len(cands) - 1))]
 
     def pick_compatible(self, shape, allow_const=True):
         """A second operand broadcastable against ``shape``: a node, or a constant."""
-        if allow_const and self.draw(st.booleans()):
+        if allow_const and self.draw(st.integers(0, 2)) == 2:
             return self.const(self.draw_const())
         k = self.pick(lambda k: self.shape(k) in ((), shape) or shape == ())
         return k if k is not None else self.const(self.draw_const())
@@ -160,6 +167,9 @@ class Builder:
                                self.const(1.0)], wrapper=True)
         return self.add("div", [b, den], iv=Iv(-0.5, 0.5), wrapper=True)
 
+    def _compatible(self, a, b) -> bool:
+        return _compatible(self.shape(a), self.shape(b))
+
     def nonzero(self, b, margin=0.25) -> int:
         iv = self.iv[b]
         if iv.lo >= margin or iv.hi <= -margin:
@@ -187,6 +197,26 @@ class Builder:
             if self.draw(st.booleans()):  # constant numerators too
                 a, b = b, a
             return self.add("div", [self.fit(a), self.nonzero(b)])
+        if op == "sub_nested":
+            inner = self.draw(st.sampled_from(["add", "sub", "mul", "div"]))
+            b, c = self.pick(), self.pick()
+            c = c if self._compatible(b, c) else self.const(self.draw_const())
+            if inner in ("add", "sub"):
+                args = [self.fit(b, -100.0, 100.0), self.fit(c, -100.0, 100.0)]
+            elif inner == "mul":
+                args = [self.fit(b, -30.0, 30.0), self.fit(c, -30.0, 30.0)]
+            else:
+                args = [self.fit(b, -100.0, 100.0), self.nonzero(c)]
+            t = self.add(inner, args)
+            a = a if self._compatible(a, t) else self.const(self.draw_const())
+            return self.add("sub", [self.fit(a), t])
+        if op == "div_nested":
+            inner = self.draw(st.sampled_from(["mul", "div"]))
+            b, c = self.pick(), self.pick()
+            c = c if self._compatible(b, c) else self.const(self.draw_const())
+            t = self.add(inner, [self.nonzero(self.fit(b, -30.0, 30.0)), self.nonzero(self.fit(c, -30.0, 30.0))])
+            a = a if self._compatible(a, t) else self.const(self.draw_const())
+            return self.add("div", [self.fit(a), t])
         if op == "unary":
             name = self.draw(st.sampled_from(UNARY_OPS))
             lo, hi = UNARY_DOMAIN[name]
@@ -303,10 +333,13 @@ class Builder:
             return self.add("prod", [self.fit(out, -4.0, 4.0)], (n,))
         return self.add(how, [self.fit(out)], (n,))
 
-    def finish(self) -> int:
-        """The output: the sum of every main result no later node uses, each reduced to a scalar."""
+    def finish(self, vector_output=False) -> int:
+        """The output: the sum of every main result no later node uses, each reduced to a scalar
+        (with ``vector_output``, the last result is kept as a vector when it is one)."""
         used = {a for n in self.nodes for a in n.args}
-        parts = [self.reduce(k) for k in self.main if k not in used]
+        dangling = [k for k in self.main if k not in used]
+        keep = vector_output and self.shape(dangling[-1]) != ()
+        parts = [self.reduce(k) for k in dangling[:-1]] + [dangling[-1] if keep else self.reduce(dangling[-1])]
         out = parts[-1]
         for k in reversed(parts[:-1]):
             out = self.add("add", [self.fit(k), self.fit(out)], wrapper=True)
@@ -319,12 +352,13 @@ def _compatible(*shapes) -> bool:
 
 
 @st.composite
-def programs(draw, max_inputs=4, max_ops=8, max_depth=6, vectors=False, min_ops=1):
+def programs(draw, max_inputs=4, max_ops=8, max_depth=6, vectors=False, min_ops=1, vector_output=False):
     """A random :class:`Program` with 1..max_inputs inputs and min_ops..max_ops main ops.
 
     ``vectors=False``: scalar inputs and scalar ops only.  ``vectors=True``: at least one input
     is a vector (length 2 or 3) and the vector ops (sum, dot/@/einsum, indexing, slicing, stack,
     concatenate, outer products, broadcast_to, norm, prod, mean) are drawn too.
+    ``vector_output=True``: the output is a vector when the last op's result is one.
     """
     n_in = draw(st.integers(1, max_inputs))
     shapes = [()] * n_in
@@ -340,7 +374,7 @@ def programs(draw, max_inputs=4, max_ops=8, max_depth=6, vectors=False, min_ops=
             b.main.append(k)
     if not b.main:
         b.main.append(b.add("sin", [b.fit(0)]))
-    out = b.finish()
+    out = b.finish(vector_output)
     return Program(tuple(shapes), tuple(b.nodes), out, notes=tuple(boxes))
 
 

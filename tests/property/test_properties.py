@@ -264,33 +264,52 @@ def _assert_compiled(chk, public, what):
 @settings(max_examples=EXAMPLES["public"])
 @given(data=st.data())
 def test_public_api(data):
-    """sg.jit, grad, jvp, vjp, hvp and one of value_and_grad / jacobian / hessian / grad nested in
-    jit, called on a batch of points (gufunc broadcasting) and on single points, against mpmath;
-    single-point and batched results are identical; results are float64."""
-    vec = data.draw(st.sampled_from([False, False, True]), label="vectors")
-    prog = data.draw(programs(vectors=vec, max_ops=5), label="program")
+    """The public entry points on a batch of 3 points (gufunc broadcasting; some arguments may be
+    passed without the batch axis) and on single points, which must agree exactly, against mpmath.
+
+    Scalar outputs: sg.jit, grad (random argnums: a subset, or one int), jvp, vjp, hvp, and one of
+    value_and_grad / jacobian / hessian / grad nested in jit.  Vector outputs (signature
+    "...->(k)"): sg.jit, jvp, vjp and jacobian, checked through a random weighting w . F."""
+    vec = data.draw(st.booleans(), label="vectors")
+    vout = vec  # the output is a vector when the program's last op gives one
+    prog = data.draw(programs(vectors=vec, max_ops=5, vector_output=vout), label="program")
     note(prog.source())
+    n, sig = prog.n_inputs, prog.signature
     points = data.draw(st.lists(point_strategy(prog), min_size=3, max_size=3), label="points")
+    unbatched = data.draw(st.sets(st.integers(0, n - 1), max_size=n - 1), label="unbatched arguments")
+    points = [tuple(points[0][k] if k in unbatched else p[k] for k in range(n)) for p in points]
     seed = data.draw(st.integers(0, 2**31), label="seed")
     register_program(prog)
     _bump("test_public_api")
-    f, n, sig = prog.fn, prog.n_inputs, prog.signature
+    f, kw = prog.fn, dict(signature=sig, stabilize=False)
+    nb, k_out = len(points), int(np.prod(prog.out_shape)) if prog.out_shape else 1
     allargs = tuple(range(n))
     rng = np.random.default_rng(seed)
-    P = _batch(points)
+    P = tuple(np.asarray(points[0][k], dtype=np.float64) if k in unbatched else arr
+              for k, arr in enumerate(_batch(points)))
     flats = [flatten(p) for p in points]
     V = np.stack([rng.standard_normal(x.size) for x in flats])
     W = np.stack([rng.standard_normal(x.size) for x in flats])
-    C = rng.choice([1.0, -0.5, 3.0], size=len(points))
+    C = rng.choice([1.0, -0.5, 3.0], size=(nb,) + prog.out_shape)  # cotangents / output weights
     T = _batch([unflatten_np(prog, v) for v in V])
-    kw = dict(signature=sig, stabilize=False)
-    # jit, grad, jvp, vjp and hvp every time; one more entry point per example (compile time)
-    extra = data.draw(st.sampled_from(["value_and_grad", "jacobian", "nested", "hessian"]), label="extra")
-    if extra == "hessian" and not with_hessian(prog):
-        extra = "jacobian"
+    scalar_out = prog.out_shape == ()
+    if not scalar_out:
+        count("public: vector-valued program (jit, jvp, vjp, jacobian)")
+    if unbatched:
+        count("public: some arguments passed without the batch axis")
+    if scalar_out:
+        sub = sorted(data.draw(st.sets(st.integers(0, n - 1), min_size=1), label="argnums"))
+        argnums = sub[0] if len(sub) == 1 and data.draw(st.booleans(), label="int argnums") else tuple(sub)
+        extra = data.draw(st.sampled_from(["value_and_grad", "jacobian", "nested", "hessian"]), label="extra")
+        if extra == "hessian" and not with_hessian(prog):
+            extra = "jacobian"
+    else:
+        sub, argnums, extra = list(allargs), allargs, "jacobian"
     jit = sg.jit(f, **kw)
-    grad = sg.grad(f, argnums=allargs, **kw)
-    publics = [("jit", jit), ("grad", grad)]
+    publics = [("jit", jit)]
+    if scalar_out:
+        grad = sg.grad(f, argnums=argnums, **kw)
+        publics.append(("grad", grad))
     if extra == "value_and_grad":
         publics.append((extra, sg.value_and_grad(f, argnums=allargs, **kw)))
     elif extra == "jacobian":
@@ -301,60 +320,98 @@ def test_public_api(data):
         publics.append((extra, sg.jit(lambda *xs: inner(*xs), signature=out_sig, stabilize=False)))
     with timed("public API (compile and run)"):
         y = jit(*P)
-        gs = grad(*P)
-        extra_out = publics[2][1](*P) if len(publics) > 2 else None
+        gs = grad(*P) if scalar_out else None
+        extra_out = publics[-1][1](*P) if extra != "hessian" else None
         y2, ydot = sg.jvp(f, P, T, **kw)
         y3, vjp_fn = sg.vjp(f, *P, **kw)
         bars = vjp_fn(C)
-        hv = sg.hvp(f, P, T, **kw)
-        hv = hv if isinstance(hv, tuple) else (hv,)
+        hv = sg.hvp(f, P, T, **kw) if scalar_out else None
         H = sg.hessian(f, argnums=allargs, **kw)(*P) if extra == "hessian" else None
     chk = Checker(prog, "public API vs mpmath")
     for what, pub in publics:
         _assert_compiled(chk, pub, what)
     chk.equal("jit output dtype", str(np.asarray(y).dtype), "float64")
-    chk.equal("batched jit output shape", np.shape(y), (len(points),))
+    chk.equal("batched jit output shape", np.shape(y), (nb,) + prog.out_shape)
     for name, other in (("jvp primal", y2), ("vjp primal", y3)):
         chk.equal(f"{name} == jit", other, y)
 
-    def flat_rows(parts):
-        return np.stack([flatten([np.asarray(p)[b] for p in parts]) for b in range(len(points))])
+    def rows(parts, shapes=None):
+        """Per batch element, the parts flattened into one vector (a part may lack the batch axis)."""
+        parts = parts if isinstance(parts, tuple) else (parts,)
+        shapes = shapes or [prog.input_shapes[k] for k in range(len(parts))]
+        out = []
+        for b in range(nb):
+            out.append(flatten([np.asarray(p)[b] if np.ndim(p) > len(s) else np.asarray(p)
+                                for p, s in zip(parts, shapes)]))
+        return np.stack(out)
 
-    G = flat_rows(gs)
-    # the extra entry point's gradient (value_and_grad, jacobian, nested grad) is a different
-    # kernel (jacobian pushes an identity seed), so it is checked against mpmath, not bitwise
+    B = rows(bars)
+    mask = np.concatenate([np.full(int(np.prod(s)) if s else 1, k in sub) for k, s in enumerate(prog.input_shapes)])
+    if scalar_out:
+        gparts = gs if isinstance(gs, tuple) else (gs,)
+        chk.equal("grad returns one value per argnum", len(gparts), 1 if isinstance(argnums, int) else len(sub))
+        G = rows(gparts, [prog.input_shapes[k] for k in sub])
+        HV = rows(hv if isinstance(hv, tuple) else (hv,))
     GX = None
     if extra == "value_and_grad":
-        GX = flat_rows(extra_out[1])
-    elif extra in ("jacobian", "nested"):
-        GX = flat_rows(extra_out)
-    B, HV = flat_rows(bars), flat_rows(hv)
+        GX = rows(extra_out[1])
+    elif extra == "nested":
+        GX = rows(extra_out)
+    elif extra == "jacobian" and scalar_out:
+        GX = rows(extra_out)
     for b, point in enumerate(points):
         single = jit(*point)
-        chk.equal(f"jit at a single point == batch element {b}", single, y[b])
-        chk.equal(f"grad at a single point == batch element {b}", flatten(grad(*point)), G[b])
+        chk.equal(f"jit at a single point == batch element {b}", single, np.asarray(y)[b])
+        if scalar_out:
+            gsingle = grad(*point)
+            chk.equal(f"grad at a single point == batch element {b}",
+                      flatten(gsingle if isinstance(gsingle, tuple) else (gsingle,)), G[b])
+        v, w = V[b], W[b]
+        vs = np.where(mask, v, 0.0)
+        c = C[b]
+        weights = None if scalar_out else np.ravel(c)
         with timed("mpmath reference"):
-            ref = reference(prog, point, {"v": V[b], "w": W[b], "vw": V[b] + W[b]}, u=U64, seed=seed + b)
+            ref = reference(prog, point, {"v": v, "w": w, "vw": v + w, "vs": vs}, u=U64, seed=seed + b,
+                            weights=weights, want_d2=scalar_out)
         if ref.near_switch:
             count("public: point skipped (branch switch within rounding reach)")
             continue
         ctx = f"at {point!r}"
-        v, w, c = V[b], W[b], C[b]
-        s1 = 1.0 + abs(ref.f) + float(np.abs(G[b]) @ (np.abs(v) + np.abs(w)))
-        s2 = s1 + float(np.abs(HV[b]) @ (np.abs(v) + np.abs(w)))
+        yb = np.ravel(np.asarray(y)[b])
+        ydb = np.ravel(np.asarray(ydot)[b])
+        cw = np.ravel(c) if not scalar_out else np.ones(1)
+        if scalar_out:
+            s1 = 1.0 + abs(ref.f) + float(np.abs(G[b]) @ np.abs(vs[mask]) + np.abs(B[b]) @ (np.abs(v) + np.abs(w)))
+        else:
+            s1 = 1.0 + abs(ref.f) + float(np.abs(B[b]) @ (np.abs(v) + np.abs(w)))
         tol_v = ref.tol(("d1", "v"), ref.d1["v"], U64) + FLOOR * U64 * s1
-        chk.close("f", y[b], ref.f, ref.tol("f", ref.f, U64), ctx)
+        fval = float(cw @ yb)
+        chk.close("f" if scalar_out else "w . F", fval, ref.f,
+                  ref.tol("f", ref.f, U64) + 8 * U64 * float(np.abs(cw) @ np.abs(yb)), ctx)
+        jv = float(cw @ ydb)
+        chk.close("jvp(v)" if scalar_out else "w . jvp(v)", jv, ref.d1["v"],
+                  tol_v + 8 * U64 * float(np.abs(cw) @ np.abs(ydb)), ctx)
+        cs = float(np.ravel(c)[0]) if scalar_out else 1.0  # scalar output: the cotangent scales F
+        want = cs * ref.d1["v"]
+        chk.close("vjp(c) . v", B[b] @ v, want, abs(cs) * tol_v + 8 * U64 * np.sum(np.abs(B[b] * v)), ctx)
+        chk.close("dot-product test <c, Jv> vs <J^T c, v>", cs * jv, B[b] @ v,
+                  2 * abs(cs) * tol_v + 8 * U64 * (np.sum(np.abs(B[b] * v)) + abs(cs * jv)), ctx)
         if extra == "value_and_grad":
             chk.close("value_and_grad value", np.asarray(extra_out[0])[b], ref.f, ref.tol("f", ref.f, U64), ctx)
         if GX is not None:
             chk.close(f"{extra} . v", GX[b] @ v, ref.d1["v"], _dot_tol(ref, ("d1", "v"), GX[b], v, U64, s1), ctx)
-        chk.close("grad . v", G[b] @ v, ref.d1["v"], _dot_tol(ref, ("d1", "v"), G[b], v, U64, s1), ctx)
-        chk.close("grad . w", G[b] @ w, ref.d1["w"], _dot_tol(ref, ("d1", "w"), G[b], w, U64, s1), ctx)
-        chk.close("jvp(v)", np.asarray(ydot)[b], ref.d1["v"], tol_v, ctx)
-        chk.close("vjp(c) . v", B[b] @ v, c * ref.d1["v"], abs(c) * tol_v + 8 * U64 * np.sum(np.abs(B[b] * v)), ctx)
-        chk.close("dot-product test <c, Jv> vs <J^T c, v>", c * np.asarray(ydot)[b], B[b] @ v,
-                  2 * abs(c) * tol_v + 8 * U64 * np.sum(np.abs(B[b] * v)), ctx)
-        chk.close("v . hvp(v)", HV[b] @ v, ref.d2["v"], _dot_tol(ref, ("d2", "v"), HV[b], v, U64, s2), ctx)
+        if extra == "jacobian" and not scalar_out:
+            J = [np.asarray(extra_out[k]) for k in range(n)]
+            Jb = np.concatenate([(J[k][b] if k not in unbatched or J[k].ndim > len(prog.out_shape + prog.input_shapes[k])
+                                  else J[k]).reshape(k_out, -1) for k in range(n)], axis=1)
+            chk.close("w . jacobian . v", cw @ Jb @ v, ref.d1["v"],
+                      tol_v + 8 * U64 * float(np.abs(cw) @ np.abs(Jb) @ np.abs(v)), ctx)
+        if scalar_out:
+            tol_vs = ref.tol(("d1", "vs"), ref.d1["vs"], U64) + FLOOR * U64 * s1
+            chk.close(f"grad(argnums={argnums}) . v", G[b] @ vs[mask], ref.d1["vs"],
+                      tol_vs + 8 * U64 * np.sum(np.abs(G[b] * vs[mask])), ctx)
+            s2 = s1 + float(np.abs(HV[b]) @ (np.abs(v) + np.abs(w)))
+            chk.close("v . hvp(v)", HV[b] @ v, ref.d2["v"], _dot_tol(ref, ("d2", "v"), HV[b], v, U64, s2), ctx)
         if H is not None:
             Hm = _hessian_matrix({f"hessian__d2_out_d_x{i}_d_x{j}": np.asarray(H[i][j])[b]
                                   for i in range(n) for j in range(n)}, prog)
@@ -369,7 +426,7 @@ STAB_BUDGET = 0.25   # seconds per expression (the default is 2 s)
 STAB_TIMEOUT = 120   # a stabilised compile that takes longer is a bug (the budget is per expression)
 
 
-class _Timeout(Exception):
+class _Timeout(BaseException):  # not an Exception: the stabiliser's `except Exception` must not swallow it
     pass
 
 
