@@ -288,8 +288,10 @@ class Search:
                 out.append((e, c.history + (Step(name, node, new, c.expr, e),), True))
         return out
 
-    def series(self, c: Cand, done: set):
-        """Series approximations of ``c`` (at its root: SymPy series are expensive)."""
+    def series(self, c: Cand, done: set) -> bool:
+        """Score series approximations of ``c`` (at its root: SymPy series are expensive).
+
+        Returns True when some series variant was produced."""
         for node in [c.expr]:
             if node in done or self.out_of_budget():
                 continue
@@ -300,6 +302,8 @@ class Search:
             for name, new in news:
                 e = replace_at(c.expr, path, new)
                 self.score(e, c.history + (Step(name, node, new, c.expr, e),), False)
+            return bool(news)
+        return False
 
     # -- main loop ----------------------------------------------------------
     def best_exact(self):
@@ -330,9 +334,12 @@ class Search:
             if not frontier:
                 break
         if self.vars and self.best_exact().score > SERIES_ABOVE and not self.out_of_budget():
+            # Exact candidates are the same function, so their series at the root are the same:
+            # expand the original (usually the cheapest for SymPy) and the best form only if that fails.
             done: set = set()
-            for c in [self.best_exact(), self.orig]:
-                self.series(c, done)
+            for c in [self.orig, self.best_exact()]:
+                if self.series(c, done):
+                    break
         return self.choose()
 
     def pool(self):

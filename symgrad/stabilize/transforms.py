@@ -13,6 +13,7 @@ References:
 from __future__ import annotations
 
 import contextlib
+import math
 import time
 
 import sympy as sp
@@ -70,8 +71,8 @@ def _series_variants(node, orders):
     base = node.rewrite(sp.exp) if any(node.has(f) for f in _custom()) else node
     out = []
     try:
-        s0 = sp.expand(sp.series(base, v, 0, n=max(orders)).removeO())
-    except Exception:  # noqa: BLE001 - no expansion exists
+        s0 = sp.expand(_series_at_0(base, v, max(orders)))
+    except Exception:  # noqa: BLE001 - no expansion exists, or it would overrun the budget
         s0 = None
     if s0 is not None and s0.free_symbols and _ok(s0):
         try:
@@ -129,7 +130,7 @@ def _expansion(base, v, n):
     """``[(coeff, exponent)]`` of the series of ``base`` at 0 up to O(v**n), by exponent (cached)."""
     key = (base, v, n)
     if key not in _EXP:
-        s = sp.expand(sp.series(base, v, 0, n=n).removeO())
+        s = sp.expand(_series_at_0(base, v, n))
         terms = []
         for t in sp.Add.make_args(s):
             c, e = t.as_coeff_exponent(v)
@@ -198,6 +199,69 @@ def _would_overrun(predicted: float) -> bool:
     return _DEADLINE[0] is not None and time.process_time() + predicted > _DEADLINE[0]
 
 
+_COST: dict = {}          # (base, v) -> {order: CPU seconds} of the expansions at 0 measured so far
+PROBE_ORDERS = (2, 4)     # cheap expansions whose costs predict the higher orders
+GROWTH = 4.0              # cost ~ a + b*n**GROWTH (nested compositions grow faster than cubically)
+
+
+def _predicted_cost(base, v, n: int) -> float:
+    """CPU seconds predicted for ``series(base, v, 0, n)`` from the orders already expanded.
+
+    The model is ``cost(n) = a + b*n**GROWTH``, fitted to the two largest measured orders
+    below ``n``: a fixed overhead dominates simple functions (their order-12 expansion costs
+    what the order-2 one does), while the coefficients of nested functions such as
+    tan(exp(exp(x))) grow with the order (0.02 s at order 2, 3 s at order 12).
+    """
+    seen = sorted((m, c) for m, c in _COST.get((base, v), {}).items() if m < n)
+    if not seen:
+        return 0.0
+    if len(seen) == 1:
+        n1, c1 = seen[0]
+        return c1 * (n / n1) ** GROWTH
+    (n1, c1), (n2, c2) = seen[-2], seen[-1]
+    slope = max(c2 - c1, 0.0) / (n2 ** GROWTH - n1 ** GROWTH)
+    return c2 + slope * (n ** GROWTH - n2 ** GROWTH)
+
+
+def _series_at_0(base, v, n: int):
+    """``series(base, v, 0, n)`` without its O term, unless it is predicted to overrun the deadline.
+
+    SymPy cannot be interrupted mid-call, so the deadline is kept by prediction: an expansion of
+    order ``n`` is preceded by cheap ones of orders ``PROBE_ORDERS``, and the measured costs
+    extrapolate to the next (``_predicted_cost``).  Raises ValueError when the expansion would
+    overrun.
+    """
+    key = (base, v)
+    if _DEADLINE[0] is not None:
+        for m in PROBE_ORDERS:
+            if m < n and m not in _COST.get(key, {}):
+                _series_at_0(base, v, m)
+    if n in PROBE_ORDERS:  # probes are cheap; only a deadline already passed stops them
+        if _would_overrun(0.0):
+            raise ValueError("stabiliser budget reached before a series could be expanded")
+    elif _would_overrun(_predicted_cost(base, v, n)):
+        raise ValueError(f"series of order {n} predicted to overrun the stabiliser budget")
+    t0 = time.process_time()
+    s = _float_coefficients(sp.series(base, v, 0, n=n).removeO(), v)
+    if len(_COST) > 5000:
+        _COST.clear()
+    _COST.setdefault(key, {})[n] = time.process_time() - t0
+    return s
+
+
+def _float_coefficients(s, v):
+    """``s`` with every coefficient that is a number but not rational (``tan(E)*exp(2)/3``) as a
+    30-digit Float: a series is an approximation anyway, and the symbolic coefficients of nested
+    functions grow with the order until scoring and code generation dominate the search."""
+    terms = []
+    for t in sp.Add.make_args(sp.expand(s)):
+        c, rest = t.as_independent(v, as_Add=False)
+        if c.is_number and not c.is_Rational and not c.is_Float:
+            c = sp.Float(sp.N(c, 30), 30)
+        terms.append(c * rest)
+    return sp.Add(*terms)
+
+
 def adaptive_series(base, v, radius: float, two_sided: bool = True):
     """Series of ``base`` at 0 in Horner form, with enough terms for |v| <= radius.
 
@@ -212,15 +276,14 @@ def adaptive_series(base, v, radius: float, two_sided: bool = True):
     """
     has_odd = True
     r = float(radius)
-    terms, last_cost, prev_n = None, 0.0, 1
+    terms = None
     for n in (12, 24, SERIES_MAX_N):
-        if _would_overrun(last_cost * (n / prev_n) ** 3):  # expansion cost grows ~cubically
+        try:
+            terms = _expansion(base, v, n)
+        except ValueError:
             if terms is None:
-                raise ValueError("stabiliser budget reached before a series could be expanded")
-            break
-        t0 = time.process_time()
-        terms = _expansion(base, v, n)
-        last_cost, prev_n = time.process_time() - t0, n
+                raise
+            break  # predicted to overrun: use the order already expanded
         if not terms:
             raise ValueError("empty expansion")
         has_odd = any(not (e.is_Integer and int(e) % 2 == 0) for _, e in terms)
