@@ -306,8 +306,12 @@ def _fsum(xs):
     return mpmath.fsum(xs)
 
 
+def _mp_norm_value(x):
+    return mpmath.sqrt(_fsum(a * a for a in _elems(x)))
+
+
 def _mp_norm(c, v, p):
-    r = mpmath.sqrt(_fsum(x * x for x in _elems(v[0])))
+    r = _mp_norm_value(v[0])
     c.switch(r)
     return r
 
@@ -503,11 +507,21 @@ class EvalCtx:
 #          (first derivative (1 + d1)(1 - t^2) - ((1 + d2)^2 - 1) t^2, i.e. 1 - t^2 from a t
 #          rounded by d2; second derivative + 4 d3)
 #   expm1: m (1 + d1) + d2 ((m - m0) - (x - x0)) + d3 (|m0| + 1) (x - x0)^2
-FORMULA_NOISE = {"tanh", "expm1"}
+FORMULA_NOISE = {"tanh", "expm1", "norm"}
 
 
 def _noisy(op, x, x0, d):
     d1, d2, d3 = d
+    if op == "norm":
+        # Hessian of |x| is I/|x| - x x^T/|x|^3: each term is ~1/|x| and rounds with it, so the
+        # computed curvature has an absolute error ~u/|x| in every direction, even along x where
+        # the exact curvature is 0 (JAX's formula too).  Modelled as d3 |x - x0|^2 / |x0|.
+        n, n0 = _mp_norm_value(x), _mp_norm_value(x0)
+        out = n * (1 + d1)
+        if n0 != 0:
+            lin = _fsum((a - b) * b for a, b in zip(x, x0)) / n0
+            out += d2 * ((n - n0) - lin) + d3 * _fsum((a - b) ** 2 for a, b in zip(x, x0)) / n0
+        return out
     if op == "tanh":
         t, t0 = mpmath.tanh(x), mpmath.tanh(x0)
         return t * (1 + d1) + ((1 + d2) ** 2 - 1) * ((t - t0) - (x - x0)) + 2 * d3 * (x - x0) ** 2
@@ -543,7 +557,10 @@ def mp_eval(program: Program, inputs, deltas=None, anchors=None):
             if anchors is not None and k not in anchors:
                 anchors[k] = x
             x0 = anchors[k] if anchors is not None else x
-            if _is_vec(x):
+            if n.op == "norm":  # a reduction: one output, one set of deltas
+                v = _noisy(n.op, _elems(x), _elems(x0), deltas[k][0])
+                OPS[n.op].mp(ctx, [x], n.params)  # records the switching value
+            elif _is_vec(x):
                 v = tuple(_noisy(n.op, a, b, d) for a, b, d in zip(x, x0, deltas[k]))
             else:
                 v = _noisy(n.op, x, x0, deltas[k][0])
