@@ -191,7 +191,51 @@ def _is_exact(e) -> bool:
     return False
 
 
+def _shared(expr) -> set:
+    """Subexpressions of ``expr`` with more than one parent in its DAG (visited once each)."""
+    parents: dict = {}
+    seen, stack = {expr}, [expr]
+    while stack:
+        e = stack.pop()
+        for a in e.args:
+            parents[a] = parents.get(a, 0) + 1
+            if a not in seen:
+                seen.add(a)
+                stack.append(a)
+    return {e for e, n in parents.items() if n > 1 and e.args}
+
+
 def _compile(expr, pos):
+    """Evaluator closure of ``expr``; ``env`` is the argument list followed by a per-evaluation
+    dict, in which subexpressions with several parents keep their value.  A derivative is a DAG
+    whose tree form grows exponentially with depth (each chain-rule level reuses the level
+    below twice), so without this the reference of a deep gradient took minutes."""
+    shared = _shared(expr)
+    slot = len(pos)
+    memo: dict = {}
+
+    def rec(e):
+        c = memo.get(e)
+        if c is None:
+            c = _compile_node(e, pos, rec)
+            if e in shared and e not in pos:
+                c = _cached(c, len(memo), slot)
+            memo[e] = c
+        return c
+    return rec(expr)
+
+
+def _cached(c, key, slot):
+    def cached(env):
+        vals = env[slot]
+        if key in vals:
+            return vals[key]
+        v = vals[key] = c(env)
+        return v
+    return cached
+
+
+def _compile_node(expr, pos, rec):
     if expr in pos:
         i = pos[expr]
         return lambda env: env[i]
@@ -204,7 +248,7 @@ def _compile(expr, pos):
         if c is not None:
             return c
     if expr.is_Add:
-        parts = [_compile(a, pos) for a in expr.args]
+        parts = [rec(a) for a in expr.args]
         track = not _is_exact(expr)
 
         def add(env):
@@ -220,7 +264,7 @@ def _compile(expr, pos):
             return acc
         return add
     if expr.is_Mul:
-        parts = [_compile(a, pos) for a in expr.args]
+        parts = [rec(a) for a in expr.args]
         def mul(env):
             acc = parts[0](env)
             for p in parts[1:]:
@@ -228,18 +272,18 @@ def _compile(expr, pos):
             return acc
         return mul
     if expr.is_Pow:
-        b = _compile(expr.base, pos)
+        b = rec(expr.base)
         ex = expr.exp
         if ex == sp.Rational(1, 2):
             return lambda env: _real(mpmath.sqrt(b(env)))
         if ex.is_Integer:
             n = int(ex)
             return lambda env: mpmath.power(b(env), n)
-        e = _compile(ex, pos)
+        e = rec(ex)
         return lambda env: _real(mpmath.power(b(env), e(env)))
     f = expr.func
     if f in _UNARY and f in _ILL:
-        g, a = _UNARY[f], _compile(expr.args[0], pos)
+        g, a = _UNARY[f], rec(expr.args[0])
         log_like = f is sp.log
         arg_exact = _is_exact(expr.args[0])
 
@@ -262,17 +306,17 @@ def _compile(expr, pos):
             return r
         return ill
     if f in _UNARY:
-        g, a = _UNARY[f], _compile(expr.args[0], pos)
+        g, a = _UNARY[f], rec(expr.args[0])
         return lambda env: g(a(env))
     if f in _CUSTOM:
-        g, parts = _CUSTOM[f], [_compile(a, pos) for a in expr.args]
+        g, parts = _CUSTOM[f], [rec(a) for a in expr.args]
         return lambda env: g(*[p(env) for p in parts])
     if f in (sp.Max, sp.Min):
         g = max if f is sp.Max else min
-        parts = [_compile(a, pos) for a in expr.args]
+        parts = [rec(a) for a in expr.args]
         return lambda env: g(p(env) for p in parts)
     if isinstance(expr, sp.Piecewise):
-        pieces = [(_compile(e, pos), _compile(c, pos)) for e, c in expr.args]
+        pieces = [(rec(e), rec(c)) for e, c in expr.args]
         def pw(env):
             for val, cond in pieces:
                 if cond(env):
@@ -281,14 +325,14 @@ def _compile(expr, pos):
         return pw
     if type(expr) in _REL:
         g = _REL[type(expr)]
-        a, b = (_compile(x, pos) for x in expr.args)
+        a, b = (rec(x) for x in expr.args)
         return lambda env: g(a(env), b(env))
     if isinstance(expr, (sp.And, sp.Or)):
         g = all if isinstance(expr, sp.And) else any
-        parts = [_compile(a, pos) for a in expr.args]
+        parts = [rec(a) for a in expr.args]
         return lambda env: g(p(env) for p in parts)
     if isinstance(expr, sp.Not):
-        a = _compile(expr.args[0], pos)
+        a = rec(expr.args[0])
         return lambda env: not a(env)
     if not expr.free_symbols:
         s = expr
@@ -305,7 +349,7 @@ def compile_mpmath(expr: sp.Expr, variables: Sequence[sp.Symbol]) -> Callable[[S
 
     def f(args):
         try:
-            return core(args)
+            return core([*args, {}])
         except (ZeroDivisionError, ValueError, OverflowError, TypeError):
             return mpmath.nan
     return f

@@ -179,3 +179,38 @@ def test_norm_hessian_values_near_the_origin():
     assert np.all(np.abs(along) < 8 * np.finfo(float).eps / r)
     ortho = np.array([1.0, -1.0]) / np.sqrt(2.0)
     np.testing.assert_allclose(hvp(x, ortho), ortho / r, rtol=1e-15)
+
+
+# -- the mpmath reference evaluated a derivative as a tree --------------------------------------------
+# Found by the long profile (seed 1, test_stabilised_vs_unstabilised): the stabilised grad of this
+# program did not finish in 120 s.  Its derivative reuses each chain-rule level twice, so as a tree
+# it grows exponentially with depth, and the stabiliser's exact-reference evaluator walked the tree
+# at every sample point and precision.  Fixed: shared subexpressions are evaluated once per point
+# (reference._compile); the compile now takes about 2 s.
+
+def _chain(x0):
+    t6 = 10.0 * (0.6 * np.arctan(x0 ** 2.5))
+    t12 = 10.0 * (t6 / (t6 * t6 + 1.0))
+    t18 = 10.0 * (t12 / (t12 * t12 + 1.0))
+    t21 = t18 * t18 + 1.35
+    return np.arccosh(t21) + (np.square(t12) + np.log(np.square(t21)))
+
+
+def test_stabilised_gradient_of_a_deep_chain_finishes():
+    x = np.array([0.5, 1.0, 2.0])
+    old = signal.signal(signal.SIGALRM, _raise_alarm)
+    signal.alarm(60)
+    try:
+        g = sg.grad(_chain, stabilize=0.25)(x)
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
+    with mpmath.workdps(40):
+        def f(t):
+            t6 = 10 * (mpmath.mpf("0.6") * mpmath.atan(t ** mpmath.mpf("2.5")))
+            t12 = 10 * (t6 / (t6 * t6 + 1))
+            t18 = 10 * (t12 / (t12 * t12 + 1))
+            t21 = t18 * t18 + mpmath.mpf("1.35")
+            return mpmath.acosh(t21) + t12 ** 2 + mpmath.log(t21 ** 2)
+        want = [float(mpmath.diff(f, mpmath.mpf(float(xi)))) for xi in x]
+    np.testing.assert_allclose(g, want, rtol=1e-12)
