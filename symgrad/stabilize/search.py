@@ -271,7 +271,9 @@ class Search:
         return sorted(worst, key=lambda n: (-worst[n], sp.default_sort_key(n)))[:top]
 
     def _at(self, c, node):
-        return next(p for p, n in positions(c.expr) if n == node)
+        """Path of ``node`` in ``c.expr``; None when it occurs only inside a Piecewise condition
+        (local errors are measured there too, but conditions are not rewritten)."""
+        return next((p for p, n in positions(c.expr) if n == node), None)
 
     def localized(self, c: Cand, top=2):
         """Algebraic variants at the nodes with the largest local error, and at the root."""
@@ -281,8 +283,10 @@ class Search:
         for node in nodes:
             if self.out_of_budget():
                 break
-            self.charge("algebraic")
             path = self._at(c, node)
+            if path is None:
+                continue
+            self.charge("algebraic")
             for name, new in algebraic_variants(node):
                 e = replace_at(c.expr, path, new)
                 out.append((e, c.history + (Step(name, node, new, c.expr, e),), True))

@@ -431,6 +431,12 @@ class _Timeout(BaseException):  # not an Exception: the stabiliser's `except Exc
 
 
 def _with_timeout(seconds, fn, *args):
+    if sys.gettrace() is not None:
+        # hypothesis traces every line while it explains a failure already found (sys.settrace on
+        # Python < 3.12); pure-Python mpmath and SymPy then run ~20x slower, and a timeout here
+        # would replace the real failure in the report
+        return fn(*args)
+
     def handler(signum, frame):
         raise _Timeout(f"took more than {seconds} s")
     old = signal.signal(signal.SIGALRM, handler)
