@@ -71,7 +71,7 @@ def _series_variants(node, orders):
     base = node.rewrite(sp.exp) if any(node.has(f) for f in _custom()) else node
     out = []
     try:
-        s0 = sp.expand(_series_at_0(base, v, max(orders)))
+        s0 = sp.expand(_series_at(base, v, 0, max(orders)))
     except Exception:  # noqa: BLE001 - no expansion exists, or it would overrun the budget
         s0 = None
     if s0 is not None and s0.free_symbols and _ok(s0):
@@ -94,7 +94,7 @@ def _series_variants(node, orders):
         else:
             out.append((f"series_at_0_n{max(orders)}", s0))
     try:
-        si = sp.expand(sp.series(base, v, sp.oo, n=3).removeO())
+        si = sp.expand(_series_at(base, v, sp.oo, 3))
         if si.free_symbols and _ok(si) and _plausible_at_inf(base, si, v):
             out.append(("series_at_inf_n3", si))
     except Exception:  # noqa: BLE001 - no expansion exists
@@ -130,7 +130,7 @@ def _expansion(base, v, n):
     """``[(coeff, exponent)]`` of the series of ``base`` at 0 up to O(v**n), by exponent (cached)."""
     key = (base, v, n)
     if key not in _EXP:
-        s = sp.expand(_series_at_0(base, v, n))
+        s = sp.expand(_series_at(base, v, 0, n))
         terms = []
         for t in sp.Add.make_args(s):
             c, e = t.as_coeff_exponent(v)
@@ -199,20 +199,21 @@ def _would_overrun(predicted: float) -> bool:
     return _DEADLINE[0] is not None and time.process_time() + predicted > _DEADLINE[0]
 
 
-_COST: dict = {}          # (base, v) -> {order: CPU seconds} of the expansions at 0 measured so far
-PROBE_ORDERS = (2, 4)     # cheap expansions whose costs predict the higher orders
+_COST: dict = {}          # (base, v, point) -> {order: CPU seconds} of the expansions measured so far
+PROBE_ORDERS = {0: (2, 4), sp.oo: (1, 2)}  # cheap expansions whose costs predict the higher orders
 GROWTH = 4.0              # cost ~ a + b*n**GROWTH (nested compositions grow faster than cubically)
 
 
-def _predicted_cost(base, v, n: int) -> float:
-    """CPU seconds predicted for ``series(base, v, 0, n)`` from the orders already expanded.
+def _predicted_cost(key, n: int) -> float:
+    """CPU seconds predicted for the order-``n`` expansion ``key = (base, v, point)`` from the
+    orders already expanded.
 
     The model is ``cost(n) = a + b*n**GROWTH``, fitted to the two largest measured orders
     below ``n``: a fixed overhead dominates simple functions (their order-12 expansion costs
     what the order-2 one does), while the coefficients of nested functions such as
     tan(exp(exp(x))) grow with the order (0.02 s at order 2, 3 s at order 12).
     """
-    seen = sorted((m, c) for m, c in _COST.get((base, v), {}).items() if m < n)
+    seen = sorted((m, c) for m, c in _COST.get(key, {}).items() if m < n)
     if not seen:
         return 0.0
     if len(seen) == 1:
@@ -223,26 +224,28 @@ def _predicted_cost(base, v, n: int) -> float:
     return c2 + slope * (n ** GROWTH - n2 ** GROWTH)
 
 
-def _series_at_0(base, v, n: int):
-    """``series(base, v, 0, n)`` without its O term, unless it is predicted to overrun the deadline.
+def _series_at(base, v, point, n: int):
+    """``series(base, v, point, n)`` without its O term, unless it is predicted to overrun the
+    deadline (``point`` is 0 or ``oo``).
 
     SymPy cannot be interrupted mid-call, so the deadline is kept by prediction: an expansion of
-    order ``n`` is preceded by cheap ones of orders ``PROBE_ORDERS``, and the measured costs
-    extrapolate to the next (``_predicted_cost``).  Raises ValueError when the expansion would
-    overrun.
+    order ``n`` is preceded by cheap ones of orders ``PROBE_ORDERS[point]``, and the measured
+    costs extrapolate to the next (``_predicted_cost``).  Raises ValueError when the expansion
+    would overrun.
     """
-    key = (base, v)
+    key = (base, v, point)
+    probes = PROBE_ORDERS[point]
     if _DEADLINE[0] is not None:
-        for m in PROBE_ORDERS:
+        for m in probes:
             if m < n and m not in _COST.get(key, {}):
-                _series_at_0(base, v, m)
-    if n in PROBE_ORDERS:  # probes are cheap; only a deadline already passed stops them
+                _series_at(base, v, point, m)
+    if n in probes:  # probes are cheap; only a deadline already passed stops them
         if _would_overrun(0.0):
             raise ValueError("stabiliser budget reached before a series could be expanded")
-    elif _would_overrun(_predicted_cost(base, v, n)):
+    elif _would_overrun(_predicted_cost(key, n)):
         raise ValueError(f"series of order {n} predicted to overrun the stabiliser budget")
     t0 = time.process_time()
-    s = _float_coefficients(sp.series(base, v, 0, n=n).removeO(), v)
+    s = _float_coefficients(sp.series(base, v, point, n=n).removeO(), v)
     if len(_COST) > 5000:
         _COST.clear()
     _COST.setdefault(key, {})[n] = time.process_time() - t0

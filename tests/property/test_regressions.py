@@ -65,7 +65,7 @@ def test_stabilised_compile_of_nested_exp(name, f, df):
 # finish in 10 minutes, although the stabiliser documents a cap of 2 s per expression.  The order-12
 # series of tan(exp(exp(x))) alone took seconds (its coefficients are symbolic: tan(E)*exp(2)/3, ...),
 # and SymPy cannot be interrupted mid-call.  Fixed: every expansion is preceded by a cheap one whose
-# measured cost predicts the next (transforms._series_at_0), and non-rational coefficients become
+# measured cost predicts the next (transforms._series_at), and non-rational coefficients become
 # 30-digit Floats.  The alarm only turns a regression into a failure instead of a hang.
 
 class _Alarm(BaseException):  # not an Exception: the stabiliser's `except Exception` must not swallow it
