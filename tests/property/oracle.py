@@ -71,6 +71,9 @@ class Ref:
     d1: dict
     d2: dict
     err: dict = field(default_factory=dict)   # "f", ("d1", name), ("d2", name) -> spread
+    # name -> sum over intermediate nodes of |second directional derivative| (the size of the
+    # terms a computed Hessian combines; they may cancel to ~0, as for u/u)
+    terms2: dict = field(default_factory=dict)
     near_switch: bool = False
     nan: bool = False
 
@@ -91,23 +94,39 @@ def _scalar(value, weights):
     return value
 
 
-def _run(program, X, dirs, deltas, want_d2, weights=None):
-    """f, {name: D1}, {name: D2} at flat point X (mpf list) along directions ``dirs``."""
+def _run(program, X, dirs, deltas, want_d2, weights=None, terms2=None):
+    """f, {name: D1}, {name: D2} at flat point X (mpf list) along directions ``dirs``; with a
+    ``terms2`` dict, also the summed |second difference| of every non-input node per direction."""
     anchors = {}
 
-    def ev(x):
-        return _scalar(mp_eval(program, unflatten_mp(program, x), deltas, anchors)[0], weights)
+    def ev(x, nodes=None):
+        return _scalar(mp_eval(program, unflatten_mp(program, x), deltas, anchors, nodes)[0], weights)
 
-    f0 = ev(X)
+    n0: dict = {}
+    f0 = ev(X, n0)
     d1, d2 = {}, {}
     for name, d in dirs.items():
         xp = [x + H * di for x, di in zip(X, d)]
         xm = [x - H * di for x, di in zip(X, d)]
-        fp, fm = ev(xp), ev(xm)
+        npl: dict = {}
+        nmi: dict = {}
+        fp, fm = ev(xp, npl), ev(xm, nmi)
         d1[name] = (fp - fm) / (2 * H)
         if want_d2:
             d2[name] = (fp - 2 * f0 + fm) / (H * H)
+            if terms2 is not None:
+                tot = mpmath.mpf(0)
+                for k, v0 in n0.items():
+                    if program.nodes[k].op in ("input", "const") or program.nodes[k].kind != "f":
+                        continue
+                    for a, b, c in zip(_elems_of(npl[k]), _elems_of(v0), _elems_of(nmi[k])):
+                        tot += abs((a - 2 * b + c) / (H * H))
+                terms2[name] = float(tot)
     return f0, d1, d2
+
+
+def _elems_of(v):
+    return v if isinstance(v, tuple) else (v,)
 
 
 def reference(program: Program, point, dirs: dict, *, u=U64, probe=1e-6, runs=2, seed=0,
@@ -132,9 +151,10 @@ def reference(program: Program, point, dirs: dict, *, u=U64, probe=1e-6, runs=2,
             if any(abs(a) <= 10 * abs(b - a) for a, b in zip(sw0, swp)):
                 near = True
                 break
-        f, d1, d2 = _run(program, X, dmp, None, want_d2, weights)
+        terms2: dict = {}
+        f, d1, d2 = _run(program, X, dmp, None, want_d2, weights, terms2)
         ref = Ref(float(f), {k: float(v) for k, v in d1.items()}, {k: float(v) for k, v in d2.items()},
-                  near_switch=near)
+                  near_switch=near, terms2=terms2)
         spreads = {"f": 0.0, **{("d1", k): 0.0 for k in d1}, **{("d2", k): 0.0 for k in d2}}
         for _ in range(runs):
             fk, d1k, d2k = _run(program, X, dmp, perturbations(program, rng, u), want_d2, weights)

@@ -540,7 +540,7 @@ def perturbations(program: Program, rng: np.random.Generator, u: float) -> dict:
     return out
 
 
-def mp_eval(program: Program, inputs, deltas=None, anchors=None):
+def mp_eval(program: Program, inputs, deltas=None, anchors=None, nodes_out=None):
     """(value, switching values) of ``program`` at ``inputs`` (mpf / tuples of mpf) at the
     current mpmath precision.  ``deltas`` perturbs every node's result; the first evaluation
     with a given ``anchors`` dict records the arguments of FORMULA_NOISE nodes there (x0)."""
@@ -572,6 +572,8 @@ def mp_eval(program: Program, inputs, deltas=None, anchors=None):
             d = deltas[k]
             v = tuple(x * (1 + e[0]) for x, e in zip(v, d)) if _is_vec(v) else v * (1 + d[0][0])
         vals[k] = v
+    if nodes_out is not None:
+        nodes_out.update(vals)
     return vals[program.output], ctx.switches
 
 

@@ -239,3 +239,21 @@ def test_localised_rewrites_skip_nodes_only_in_conditions():
     with mpmath.workdps(30):
         for t in ("0.3", "0.9", "1.7", "-2.2"):
             assert mpmath.almosteq(f(mpmath.mpf(t)), g(mpmath.mpf(t)), rel_eps=1e-14)
+
+
+def test_hessian_of_u_over_u():
+    """Found by the long profile (seed 5): (t - t^2)/(t - t^2) with t = -2.681 x0 is 1, but its
+    computed Hessian is ~1e-14, not 0: the quotient rule combines second-derivative terms of size
+    ~30 that cancel, each rounded.  The oracle's floor now includes the intermediate nodes'
+    second-derivative magnitudes (Ref.terms2); it failed with a floor from the outputs alone."""
+    from .test_properties import check_combined_f64
+
+    nodes = [("input",), ("input",), ("const", (), (-2.681,)), ("mul", (0, 2)), ("mul", (3, 3)),
+             ("sub", (3, 4)), ("div", (5, 5))]
+    pts = [(1.0, 0.0), (0.328125, 0.0), (1.0, 0.0), (1.0, 0.0), (1.0, 0.0)]  # as found (seed 465892)
+    check_combined_f64(_prog([(), ()], nodes, 6), pts, 465892)
+    x = np.array([0.328125, -1.5, 2.0])
+    h = sg.hessian(lambda a: (a * -2.681 - (a * -2.681) ** 2) / (a * -2.681 - (a * -2.681) ** 2),
+                   stabilize=False)(x)
+    t = -2.681 * x
+    assert np.all(np.abs(h) < 64 * np.finfo(float).eps * (2 * 2.681 ** 2 + np.abs(t) + 1))
