@@ -40,7 +40,7 @@ HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results" / "core.md"
 
 sys.path.insert(0, str(HERE))
-from _common import compile_event_log, fmt_t, table  # noqa: E402
+from _common import BUILD_STAGES, compile_event_log, fmt_t, table, time_calls  # noqa: E402
 
 MLP_SIG = "(h,i),(h),(h),(i),()->()"
 
@@ -133,26 +133,11 @@ def worker_build(h: int, i: int, prewarm: str, do_eval: bool, repeats: int) -> d
     compile_log = compile_event_log()
 
     # Time the stages by wrapping the names compiled.py calls (in this process only).
-    stages = {"trace": 0.0, "differentiate": 0.0, "emit": 0.0, "load": 0.0}
-
-    def wrap(name, stage):
-        fn = getattr(C, name)
-
-        def timed(*a, **k):
-            s = time.perf_counter()
-            try:
-                return fn(*a, **k)
-            finally:
-                stages[stage] += time.perf_counter() - s
-        setattr(C, name, timed)
-
-    wrap("trace_program", "trace")
-    wrap("build_kernel", "differentiate")
-    wrap("emit_module", "emit")
-    wrap("load_module", "load")
-    if hasattr(C, "stabilize_kernel"):
-        stages["stabilize"] = 0.0
-        wrap("stabilize_kernel", "stabilize")
+    stages: dict = {}
+    for name, stage in BUILD_STAGES:
+        if hasattr(C, name):
+            stages[stage] = 0.0
+            time_calls(C, name, stages, stage)
 
     args = mlp_args(h, i, batch=1000 if do_eval else None)
     t0 = time.perf_counter()

@@ -22,6 +22,8 @@ import sympy as sp
 
 from symgrad.ir import sympy_funcs as sf
 
+from .numeric import _once_per_env
+
 __all__ = ["compile_mpmath", "round_to", "reference_values", "MAX_PREC"]
 
 # Summed cancellation of two chained float64-range cancellations (2 x ~2100 bits).
@@ -191,48 +193,24 @@ def _is_exact(e) -> bool:
     return False
 
 
-def _shared(expr) -> set:
-    """Subexpressions of ``expr`` with more than one parent in its DAG (visited once each)."""
-    parents: dict = {}
-    seen, stack = {expr}, [expr]
-    while stack:
-        e = stack.pop()
-        for a in e.args:
-            parents[a] = parents.get(a, 0) + 1
-            if a not in seen:
-                seen.add(a)
-                stack.append(a)
-    return {e for e, n in parents.items() if n > 1 and e.args}
-
-
 def _compile(expr, pos):
-    """Evaluator closure of ``expr``; ``env`` is the argument list followed by a per-evaluation
-    dict, in which subexpressions with several parents keep their value.  A derivative is a DAG
-    whose tree form grows exponentially with depth (each chain-rule level reuses the level
-    below twice), so without this the reference of a deep gradient took minutes."""
-    shared = _shared(expr)
-    slot = len(pos)
+    """Evaluator closure of ``expr`` (``env`` = a fresh list of the arguments per evaluation).
+
+    As in :func:`.numeric.compile_numpy`, each distinct subexpression is compiled once and
+    evaluated once per call: a derivative is a DAG whose tree form grows exponentially with
+    depth (each chain-rule level reuses the level below twice), and walking the tree made the
+    reference of a deep gradient take minutes."""
     memo: dict = {}
 
     def rec(e):
         c = memo.get(e)
         if c is None:
             c = _compile_node(e, pos, rec)
-            if e in shared and e not in pos:
-                c = _cached(c, len(memo), slot)
+            if not (e in pos or e.is_Atom):
+                c = _once_per_env(c)
             memo[e] = c
         return c
     return rec(expr)
-
-
-def _cached(c, key, slot):
-    def cached(env):
-        vals = env[slot]
-        if key in vals:
-            return vals[key]
-        v = vals[key] = c(env)
-        return v
-    return cached
 
 
 def _compile_node(expr, pos, rec):
@@ -349,7 +327,7 @@ def compile_mpmath(expr: sp.Expr, variables: Sequence[sp.Symbol]) -> Callable[[S
 
     def f(args):
         try:
-            return core([*args, {}])
+            return core(list(args))  # a new env: values are cached per env
         except (ZeroDivisionError, ValueError, OverflowError, TypeError):
             return mpmath.nan
     return f

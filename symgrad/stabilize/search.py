@@ -293,21 +293,18 @@ class Search:
         return out
 
     def series(self, c: Cand, done: set) -> bool:
-        """Score series approximations of ``c`` (at its root: SymPy series are expensive).
+        """Score series approximations of ``c`` at its root (SymPy series are expensive).
 
         Returns True when some series variant was produced."""
-        for node in [c.expr]:
-            if node in done or self.out_of_budget():
-                continue
-            done.add(node)
-            path = self._at(c, node)
-            news = series_variants(node)
-            self.charge("series", len(news) + 1)
-            for name, new in news:
-                e = replace_at(c.expr, path, new)
-                self.score(e, c.history + (Step(name, node, new, c.expr, e),), False)
-            return bool(news)
-        return False
+        node = c.expr
+        if node in done or self.out_of_budget():
+            return False
+        done.add(node)
+        news = series_variants(node)
+        self.charge("series", len(news) + 1)
+        for name, new in news:
+            self.score(new, c.history + (Step(name, node, new, node, new),), False)
+        return bool(news)
 
     # -- main loop ----------------------------------------------------------
     def best_exact(self):

@@ -199,6 +199,10 @@ def _would_overrun(predicted: float) -> bool:
     return _DEADLINE[0] is not None and time.process_time() + predicted > _DEADLINE[0]
 
 
+class SeriesBudgetExceeded(ValueError):
+    """A series expansion was skipped: it is predicted to pass the stabiliser's deadline."""
+
+
 _COST: dict = {}          # (base, v, point) -> {order: CPU seconds} of the expansions measured so far
 PROBE_ORDERS = {0: (2, 4), sp.oo: (1, 2)}  # cheap expansions whose costs predict the higher orders
 GROWTH = 4.0              # cost ~ a + b*n**GROWTH (nested compositions grow faster than cubically)
@@ -230,8 +234,8 @@ def _series_at(base, v, point, n: int):
 
     SymPy cannot be interrupted mid-call, so the deadline is kept by prediction: an expansion of
     order ``n`` is preceded by cheap ones of orders ``PROBE_ORDERS[point]``, and the measured
-    costs extrapolate to the next (``_predicted_cost``).  Raises ValueError when the expansion
-    would overrun.
+    costs extrapolate to the next (``_predicted_cost``).  Raises SeriesBudgetExceeded when the
+    expansion would overrun.
     """
     key = (base, v, point)
     probes = PROBE_ORDERS[point]
@@ -241,9 +245,9 @@ def _series_at(base, v, point, n: int):
                 _series_at(base, v, point, m)
     if n in probes:  # probes are cheap; only a deadline already passed stops them
         if _would_overrun(0.0):
-            raise ValueError("stabiliser budget reached before a series could be expanded")
+            raise SeriesBudgetExceeded("stabiliser budget reached before a series could be expanded")
     elif _would_overrun(_predicted_cost(key, n)):
-        raise ValueError(f"series of order {n} predicted to overrun the stabiliser budget")
+        raise SeriesBudgetExceeded(f"series of order {n} predicted to overrun the stabiliser budget")
     t0 = time.process_time()
     s = _float_coefficients(sp.series(base, v, point, n=n).removeO(), v)
     if len(_COST) > 5000:
@@ -283,10 +287,10 @@ def adaptive_series(base, v, radius: float, two_sided: bool = True):
     for n in (12, 24, SERIES_MAX_N):
         try:
             terms = _expansion(base, v, n)
-        except ValueError:
+        except SeriesBudgetExceeded:
             if terms is None:
                 raise
-            break  # predicted to overrun: use the order already expanded
+            break  # use the order already expanded
         if not terms:
             raise ValueError("empty expansion")
         has_odd = any(not (e.is_Integer and int(e) % 2 == 0) for _, e in terms)
