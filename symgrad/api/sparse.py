@@ -25,7 +25,7 @@ SciPy is needed (``pip install scipy``); it is imported on first use.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -59,6 +59,7 @@ class _Plan:
     signature: str
     cores: list
     k: int  # position of the differentiated argument
+    seeds: dict = field(default_factory=dict)  # dtype -> seed vectors, shape (ncolours,) + core
 
 
 def _float_dtype(a):
@@ -233,7 +234,10 @@ class _SparseDerivative:
         if rec.ncolours == 0:
             compressed = np.zeros((0, nbatch, m), dtype=dtype)
         else:
-            seeds = rec.seeds(dtype).reshape((rec.ncolours,) + (1,) * len(batch) + core)
+            seeds = plan.seeds.get(dtype)
+            if seeds is None:
+                seeds = plan.seeds[dtype] = rec.seeds(dtype).reshape((rec.ncolours,) + core)
+            seeds = seeds.reshape((rec.ncolours,) + (1,) * len(batch) + core)
             tangents = tuple(seeds if i == k else np.zeros(plan.cores[i], dtype=_float_dtype(a))
                              for i, a in enumerate(args))
             compressed = np.asarray(self._compressed(args, tangents, plan)).reshape(rec.ncolours, nbatch, m)
