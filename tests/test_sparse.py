@@ -198,3 +198,75 @@ def test_errors_are_typed():
         sg.jacobian(f, sparse=True, format="coo")
     with pytest.raises(ValueError, match="out of range"):
         sg.jacobian_sparsity(f, np.zeros(3), argnums=2)
+
+
+# -- SciPy's solvers take the sparse results as their docs expect ---------------------------------------
+
+def _brusselator(n, a):
+    def lap(w):
+        return (np.concatenate((w[-1:], w[:-1]), axis=0) + np.concatenate((w[1:], w[:1]), axis=0)
+                + np.concatenate((w[:, -1:], w[:, :-1]), axis=1) + np.concatenate((w[:, 1:], w[:, :1]), axis=1)
+                - 4.0 * w)
+
+    def rhs(t, y):
+        u, v = y[:n * n].reshape(n, n), y[n * n:].reshape(n, n)
+        uuv = u * u * v
+        return np.concatenate(((1.0 + uuv - 4.4 * u + a * lap(u)).ravel(), (3.4 * u - uuv + a * lap(v)).ravel()))
+    return rhs
+
+
+@pytest.mark.parametrize("method", ["BDF", "Radau"])
+def test_solve_ivp_with_sparse_jac(method):
+    from scipy.integrate import solve_ivp
+
+    n = 6
+    rhs = _brusselator(n, 0.1 * n * n)
+    x = np.arange(n) / n
+    y0 = np.concatenate((np.repeat(22 * x * (1 - x) ** 1.5, n), np.tile(27 * x * (1 - x) ** 1.5, n)))
+    jac = sg.jacobian(rhs, argnums=1, sparse=True, stabilize=False)
+    pattern = jac.pattern(0.0, y0)
+    assert pattern.nnz == 12 * n * n  # 5-point stencil in each species plus the u-v coupling
+    opts = dict(rtol=1e-8, atol=1e-10)
+    sym = solve_ivp(rhs, (0.0, 2.0), y0, method=method, jac=jac, **opts)
+    fd = solve_ivp(rhs, (0.0, 2.0), y0, method=method, jac_sparsity=pattern, **opts)
+    assert sym.success and fd.success and sym.njev >= 1
+    np.testing.assert_allclose(sym.y[:, -1], fd.y[:, -1], rtol=1e-6)
+    j = jac(0.7, y0)
+    h, e = 1e-6, np.eye(2 * n * n)
+    fd_cols = np.stack([(rhs(0.7, y0 + h * e[k]) - rhs(0.7, y0 - h * e[k])) / (2 * h) for k in range(2 * n * n)], 1)
+    np.testing.assert_allclose(j.toarray(), fd_cols, rtol=1e-6, atol=1e-6)
+
+
+def test_least_squares_lsmr_with_sparse_jac():
+    from scipy.optimize import least_squares
+
+    n = 50
+    f = broyden(np)
+    jac = sg.jacobian(f, sparse=True, stabilize=False)
+    x0 = -np.ones(n)
+    sym = least_squares(f, x0, jac=jac, tr_solver="lsmr", xtol=1e-14, ftol=1e-14, gtol=1e-14)
+    fd = least_squares(f, x0, jac_sparsity=jac.pattern(x0), tr_solver="lsmr", xtol=1e-14, ftol=1e-14, gtol=1e-14)
+    assert sym.success and sym.cost < 1e-20
+    np.testing.assert_allclose(sym.x, fd.x, rtol=1e-8)
+    assert sp.issparse(sym.jac)
+    np.testing.assert_allclose(sym.jac.toarray(), np.asarray(jax.jacfwd(broyden(jnp))(sym.x)), rtol=1e-12, atol=1e-12)
+
+
+def test_trust_constr_with_sparse_hessian():
+    from scipy.optimize import minimize
+
+    n = 40
+    f = chained_rosenbrock(np)
+    grad = sg.grad(f, signature="(n)->()", stabilize=False)
+    hess = sg.hessian(f, signature="(n)->()", sparse=True, stabilize=False)
+    x0 = np.full(n, -0.5)
+    opts = dict(gtol=1e-10, xtol=1e-14, maxiter=2000)
+    with_h = minimize(f, x0, jac=grad, hess=hess, method="trust-constr", options=opts)
+    with_p = minimize(f, x0, jac=grad, hessp=lambda x, p: hess(x) @ p, method="trust-constr", options=opts)
+    hvp = jax.jit(lambda x, p: jax.jvp(jax.grad(chained_rosenbrock(jnp)), (x,), (p,))[1])
+    with_jax = minimize(f, x0, jac=grad, hessp=lambda x, p: np.asarray(hvp(x, np.asarray(p, float))), method="trust-constr",
+                        options=opts)
+    assert with_h.status in (1, 2) and with_jax.status in (1, 2)
+    np.testing.assert_allclose(with_h.x, np.ones(n), atol=1e-7)
+    np.testing.assert_allclose(with_h.x, with_jax.x, atol=1e-7)
+    np.testing.assert_allclose(with_p.x, with_h.x, atol=1e-7)
