@@ -36,6 +36,7 @@ from ..trace.trace import trace_program
 from ..transforms.colouring import Recovery, colour_columns
 from ..transforms.sparsity import hessian_pattern, jacobian_pattern
 from .compiled import normalize_argnums
+from .seeded import seeded_kernel
 
 __all__ = ["jacobian_sparsity", "hessian_sparsity", "SparseJacobian", "SparseHessian"]
 
@@ -52,13 +53,14 @@ def _sparse():
 
 @dataclass
 class _Plan:
-    """Everything computed once per core shapes: pattern, colouring, recovery, call signature."""
+    """Everything computed once per core shapes: pattern, colouring, recovery, traced program, kernel."""
 
     pattern: object
     recovery: Recovery
-    signature: str
+    program: object
     cores: list
     k: int  # position of the differentiated argument
+    kernel: object = None  # compiled ``fn(*args, seeds)``, built on the first evaluation
     seeds: dict = field(default_factory=dict)  # dtype -> seed vectors, shape (ncolours,) + core
 
 
@@ -105,15 +107,6 @@ def _trace(fun, args, cores, what):
             "a sparse result is one matrix, for one output array",
             "return one array (np.concatenate the outputs)"))
     return program
-
-
-def _signature_text(signature, cores, out_core) -> str:
-    """The user's signature, or one naming every axis (each argument's whole shape is its core)."""
-    if signature is not None:
-        return signature
-    ins = ",".join("(" + ",".join(f"i{a}_{d}" for d in range(len(c))) + ")" for a, c in enumerate(cores))
-    out = "(" + ",".join(f"o{d}" for d in range(len(out_core))) + ")"
-    return f"{ins}->{out}"
 
 
 def jacobian_sparsity(fun, *example_args, argnums: int = 0, signature: str | None = None):
@@ -209,8 +202,7 @@ class _SparseDerivative:
             program = _trace(self.fun, args, cores, self.what)
             pattern = self._pattern(program, k)
             recovery = Recovery(pattern, colour_columns(pattern))
-            sig = _signature_text(self.signature, cores, program.graph.shape(program.outputs[0]))
-            plan = self._plans[key] = _Plan(pattern, recovery, sig, cores, k)
+            plan = self._plans[key] = _Plan(pattern, recovery, program, cores, k)
         return plan
 
     def pattern(self, *args):
@@ -232,16 +224,15 @@ class _SparseDerivative:
         nbatch = math.prod(batch)
         m = rec.shape[0]
         if rec.ncolours == 0:
-            compressed = np.zeros((0, nbatch, m), dtype=dtype)
+            compressed = np.zeros((nbatch, 0, m), dtype=dtype)
         else:
             seeds = plan.seeds.get(dtype)
             if seeds is None:
                 seeds = plan.seeds[dtype] = rec.seeds(dtype).reshape((rec.ncolours,) + core)
-            seeds = seeds.reshape((rec.ncolours,) + (1,) * len(batch) + core)
-            tangents = tuple(seeds if i == k else np.zeros(plan.cores[i], dtype=_float_dtype(a))
-                             for i, a in enumerate(args))
-            compressed = np.asarray(self._compressed(args, tangents, plan)).reshape(rec.ncolours, nbatch, m)
-        mats = [self._matrix(rec, compressed[:, b, :]) for b in range(nbatch)]
+            if plan.kernel is None:
+                plan.kernel = seeded_kernel(plan.program, k, rec.ncolours, self.hessian, self.stabilize)
+            compressed = np.asarray(plan.kernel(*args, seeds)).reshape(nbatch, rec.ncolours, m)
+        mats = [self._matrix(rec, compressed[b]) for b in range(nbatch)]
         return mats if batch else mats[0]
 
     def _matrix(self, rec: Recovery, compressed_t):
@@ -256,39 +247,31 @@ class SparseJacobian(_SparseDerivative):
     Calling it with the function's arguments returns a ``csr_array`` (or ``csr_matrix`` with
     ``format="csr_matrix"``) of shape ``(prod(out_core), prod(in_core))``, or a list of them (one per
     batch element, C order) when the arguments have batch dimensions under a gufunc signature.
-    Only structural nonzeros are computed: one compiled JVP call with ``ncolours`` seeds.
+    Only structural nonzeros are computed: one compiled forward pass carrying ``ncolours`` seeds
+    (:mod:`symgrad.api.seeded`).
     ``.pattern(*args)`` and ``.info(*args)`` give the pattern and ``{"shape", "nnz", "ncolours"}``.
-    Raises as :func:`jacobian_sparsity`, and at call time as :func:`symgrad.jvp`.
+    Raises as :func:`jacobian_sparsity`, and at call time as compiled functions do
+    (``ShapeError``, ``DTypeError``).
     """
 
     what = "jacobian"
+    hessian = False
 
     def _pattern(self, program, k):
         return jacobian_pattern(program.graph, [program.inputs[k]], program.outputs)[0]
-
-    def _compressed(self, args, tangents, plan):
-        from .functions import jvp
-
-        _, dots = jvp(self.fun, args, tangents, signature=plan.signature, stabilize=self.stabilize)
-        return dots
 
 
 class SparseHessian(_SparseDerivative):
     """``hessian(fun, sparse=True)``: callable returning the Hessian as a SciPy CSR matrix.
 
     Like :class:`SparseJacobian` for a scalar-core output; the compressed product is one compiled
-    Hessian-vector product call (forward over reverse, Pearlmutter 1994) with ``ncolours`` tangents.
+    forward-over-reverse pass (Pearlmutter 1994) carrying ``ncolours`` tangents.
     The pattern is symmetric and so is the result up to rounding (each entry is computed once,
     from its column's colour).
     """
 
     what = "hessian"
+    hessian = True
 
     def _pattern(self, program, k):
         return _hessian_pattern_of(program, k, self.what)
-
-    def _compressed(self, args, tangents, plan):
-        from .functions import hvp
-
-        out = hvp(self.fun, args, tangents, signature=plan.signature, stabilize=self.stabilize)
-        return out[plan.k] if len(args) > 1 else out
