@@ -58,7 +58,7 @@ def dense_nonzeros(jac_fn, n, rng, trials=3):
     """Union over random points of the entries where the JAX Jacobian is nonzero."""
     out = None
     for _ in range(trials):
-        j = np.asarray(jac_fn(jnp.asarray(rng.standard_normal(n)))) != 0
+        j = np.asarray(jax.jit(jac_fn)(jnp.asarray(rng.standard_normal(n)))) != 0
         out = j if out is None else (out | j)
     return out
 
@@ -142,7 +142,7 @@ def test_colouring_is_valid_and_optimal_for_bands(rng):
 def test_sparse_jacobian_values(rng):
     n = 40
     x = rng.standard_normal(n)
-    jac = sg.jacobian(broyden(np), sparse=True)
+    jac = sg.jacobian(broyden(np), sparse=True, stabilize=False)  # shares its kernel with least_squares below
     j = jac(x)
     assert isinstance(j, sp.csr_array) and j.shape == (n, n)
     assert jac.info(x) == {"shape": (n, n), "nnz": 3 * n - 2, "ncolours": 3}
@@ -150,16 +150,16 @@ def test_sparse_jacobian_values(rng):
     j32 = jac(x.astype(np.float32))
     assert j32.dtype == np.float32
     np.testing.assert_allclose(j32.toarray(), j.toarray(), rtol=1e-6, atol=1e-5)
-    jm = sg.jacobian(broyden(np), sparse=True, format="csr_matrix")(x)
+    jm = sg.jacobian(broyden(np), sparse=True, format="csr_matrix", stabilize=False)(x)
     assert isinstance(jm, sp.csr_matrix)
 
 
 def test_sparse_jacobian_batched_with_signature(rng):
-    xs = rng.standard_normal((2, 3, 10))
-    mats = sg.jacobian(broyden(np), signature="(n)->(n)", sparse=True)(xs)
+    xs = rng.standard_normal((2, 3, 40))  # core size of test_sparse_jacobian_values: the same kernel
+    mats = sg.jacobian(broyden(np), signature="(n)->(n)", sparse=True, stabilize=False)(xs)
     assert isinstance(mats, list) and len(mats) == 6
-    ref = jax.jacfwd(broyden(jnp))
-    for b, x in enumerate(xs.reshape(6, 10)):
+    ref = jax.jit(jax.jacfwd(broyden(jnp)))
+    for b, x in enumerate(xs.reshape(6, 40)):
         np.testing.assert_allclose(mats[b].toarray(), np.asarray(ref(x)), rtol=1e-14, atol=1e-14)
 
 
@@ -173,9 +173,9 @@ def test_sparse_jacobian_second_argument(rng):
 
 
 def test_sparse_hessian_values(rng):
-    n = 30
+    n = 40  # the size of the trust-constr test: one compiled kernel for both
     x = rng.standard_normal(n)
-    hess = sg.hessian(chained_rosenbrock(np), signature="(n)->()", sparse=True)
+    hess = sg.hessian(chained_rosenbrock(np), signature="(n)->()", sparse=True, stabilize=False)
     h = hess(x)
     assert hess.info(x)["nnz"] == 3 * n - 2
     np.testing.assert_allclose(h.toarray(), np.asarray(jax.hessian(chained_rosenbrock(jnp))(x)),
@@ -240,7 +240,7 @@ def test_solve_ivp_with_sparse_jac(method):
 def test_least_squares_lsmr_with_sparse_jac():
     from scipy.optimize import least_squares
 
-    n = 50
+    n = 40
     f = broyden(np)
     jac = sg.jacobian(f, sparse=True, stabilize=False)
     x0 = -np.ones(n)
