@@ -113,6 +113,9 @@ def test_custom_gradient_pattern_comes_from_grad_fn():
 
     got = sg.jacobian_sparsity(lambda x: 2.0 * shifty(x), np.zeros(5)).toarray()
     assert (got == ((np.eye(5) + np.eye(5, k=1)) != 0)).all()
+    # the values come from the rule too (forward mode transposes grad_fn): J = 2 (I + superdiagonal)
+    j = sg.jacobian(lambda x: 2.0 * shifty(x), sparse=True, stabilize=False)(np.linspace(0.0, 1.0, 5))
+    np.testing.assert_array_equal(j.toarray(), 2.0 * (np.eye(5) + np.eye(5, k=1)))
 
 
 def test_hessian_pattern_is_exact(rng):
@@ -145,7 +148,7 @@ def test_sparse_jacobian_values(rng):
     jac = sg.jacobian(broyden(np), sparse=True, stabilize=False)  # shares its kernel with least_squares below
     j = jac(x)
     assert isinstance(j, sp.csr_array) and j.shape == (n, n)
-    assert jac.info(x) == {"shape": (n, n), "nnz": 3 * n - 2, "ncolours": 3}
+    assert jac.info(x) == {"shape": (n, n), "nnz": 3 * n - 2, "ncolours": 3, "mode": "jvp"}
     np.testing.assert_allclose(j.toarray(), np.asarray(jax.jacfwd(broyden(jnp))(x)), rtol=1e-14, atol=1e-14)
     j32 = jac(x.astype(np.float32))
     assert j32.dtype == np.float32
@@ -161,6 +164,21 @@ def test_sparse_jacobian_batched_with_signature(rng):
     ref = jax.jit(jax.jacfwd(broyden(jnp)))
     for b, x in enumerate(xs.reshape(6, 40)):
         np.testing.assert_allclose(mats[b].toarray(), np.asarray(ref(x)), rtol=1e-14, atol=1e-14)
+
+
+def test_dense_row_uses_row_colours(rng):
+    """A sum over all unknowns puts every column in one conflict: colour the rows, pull back once."""
+    def f(x):
+        return np.concatenate((np.sin(x[1:]) * x[:-1], np.sum(x ** 2, keepdims=True)))
+
+    def f_jax(x):
+        return jnp.concatenate((jnp.sin(x[1:]) * x[:-1], jnp.sum(x ** 2, keepdims=True)))
+
+    x = rng.standard_normal(12)
+    jac = sg.jacobian(f, sparse=True, stabilize=False)
+    info = jac.info(x)
+    assert info["mode"] == "vjp" and info["ncolours"] == 3 and colour_columns(jac.pattern(x)).max() + 1 == 12
+    np.testing.assert_allclose(jac(x).toarray(), np.asarray(jax.jacfwd(f_jax)(x)), rtol=1e-14, atol=1e-14)
 
 
 def test_sparse_jacobian_second_argument(rng):
@@ -270,3 +288,33 @@ def test_trust_constr_with_sparse_hessian():
     np.testing.assert_allclose(with_h.x, np.ones(n), atol=1e-7)
     np.testing.assert_allclose(with_h.x, with_jax.x, atol=1e-7)
     np.testing.assert_allclose(with_p.x, with_h.x, atol=1e-7)
+
+
+# -- slow: the issue's sizes (python -m pytest -m slow) -------------------------------------------------
+
+@pytest.mark.slow
+def test_brusselator_n32_bdf_matches_finite_differences():
+    from scipy.integrate import solve_ivp
+
+    n = 32
+    rhs = _brusselator(n, 0.1 * n * n)
+    x = np.arange(n) / n
+    y0 = np.concatenate((np.repeat(22 * x * (1 - x) ** 1.5, n), np.tile(27 * x * (1 - x) ** 1.5, n)))
+    jac = sg.jacobian(rhs, argnums=1, sparse=True, stabilize=False)
+    opts = dict(rtol=1e-8, atol=1e-10)
+    sym = solve_ivp(rhs, (0.0, 11.5), y0, method="BDF", jac=jac, **opts)
+    fd = solve_ivp(rhs, (0.0, 11.5), y0, method="BDF", jac_sparsity=jac.pattern(0.0, y0), **opts)
+    assert sym.success and fd.success
+    np.testing.assert_allclose(sym.y[:, -1], fd.y[:, -1], rtol=1e-6)
+
+
+@pytest.mark.slow
+def test_broyden_million_pattern_and_values():
+    n = 10**6
+    x = np.random.default_rng(3).uniform(-1, 1, n)
+    jac = sg.jacobian(broyden(np), sparse=True, stabilize=False)
+    assert jac.info(x) == {"shape": (n, n), "nnz": 3 * n - 2, "ncolours": 3, "mode": "jvp"}
+    j = jac(x)
+    np.testing.assert_allclose(j.diagonal(), 3.0 - 4.0 * x, rtol=1e-15)
+    np.testing.assert_array_equal(j.diagonal(1), -2.0 * np.ones(n - 1))
+    np.testing.assert_array_equal(j.diagonal(-1), -np.ones(n - 1))

@@ -1,4 +1,4 @@
-"""Compiled kernels for compressed derivatives: ``J S`` and ``H S`` for a seed matrix ``S``.
+"""Compiled kernels for compressed derivatives: ``J S``, ``S^T J`` and ``H S`` for seeds ``S``.
 
 A sparse Jacobian or Hessian needs the product of the derivative with the
 ``ncolours`` seed vectors of its colouring (:mod:`symgrad.transforms.colouring`).
@@ -6,8 +6,8 @@ The kernel built here takes the function's arguments plus ``seeds`` (core shape
 ``(ncolours,) + I``) and pushes all seeds through one forward pass with a batch
 axis (``jvp_nodes(..., nb=1)``, as dense Jacobians do with an identity seed), so
 the primal (and, for Hessians, the gradient) is computed once per call, not once
-per colour.  Output: ``batch + (ncolours,) + O`` (``O`` = output core; ``I`` for
-Hessians).  Reference: forward-over-reverse Hessian-vector products, Pearlmutter,
+per colour.  Row colourings use the reverse pass instead (``vjp_nodes(..., nb=1)``
+with seeds shaped like the output).  Output: ``batch + (ncolours,) + core``.  Reference: forward-over-reverse Hessian-vector products, Pearlmutter,
 Neural Computation 6 (1994).
 """
 from __future__ import annotations
@@ -19,24 +19,32 @@ from ..emit.module import KernelDef, emit_module
 from ..emit.names import Namespace, kernel_names
 from ..emit.printer import KernelIO
 from ..trace.trace import TracedProgram
-from ..transforms import jvp_nodes
+from ..transforms import jvp_nodes, vjp_nodes
 from ..transforms.higher import gradient_nodes
 from .stabilize_pass import budget_of, stabilize_kernel
 
 
-def seeded_kernel(program: TracedProgram, k: int, ncolours: int, hessian: bool, stabilize=True):
-    """The gufunc entry point computing ``J S`` (or ``H S``) for input leaf ``k``.
+MODES = ("jvp", "vjp", "hvp")
+
+
+def seeded_kernel(program: TracedProgram, k: int, ncolours: int, mode: str, stabilize=True):
+    """The gufunc entry point computing ``J S``, ``S^T J`` or ``H S`` for input leaf ``k``.
 
     Args:
       program: the traced function (its graph grows by the derivative nodes).
       k: index of the differentiated leaf in ``program.inputs``.
       ncolours: number of seed vectors.
-      hessian: True for ``H S`` of the scalar output, False for ``J S``.
+      mode: ``"jvp"`` (``J S``: seeds shaped like the input, one forward pass), ``"vjp"``
+        (``S^T J``: seeds shaped like the output, one reverse pass) or ``"hvp"`` (``H S`` of the
+        scalar output, forward over reverse).
       stabilize: as in :func:`symgrad.jit`.
     Returns:
-      ``fn(*args, seeds)`` returning an array of shape ``batch + (ncolours,) + core``.
+      ``fn(*args, seeds)`` returning an array of shape ``batch + (ncolours,) + core``, with the
+      output core for ``jvp`` and the input core for ``vjp`` and ``hvp``.
     """
-    kind = "hvp_seeded" if hessian else "jvp_seeded"
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {MODES}; got {mode!r}")
+    kind = f"{mode}_seeded"
     key = cache_key(program.fingerprint(), program.arg_names, kind, k, ncolours, stabilize)
     kname = f"{program.name}_{kind}"
     module = cached_module(kname, key)
@@ -45,18 +53,23 @@ def seeded_kernel(program: TracedProgram, k: int, ncolours: int, hessian: bool, 
         ns = Namespace(kernel_names(kname))
         arg_names = [ns.fresh(n) for n in program.arg_names]
         ins = [KernelIO(n, i, g.shape(i)) for n, i in zip(arg_names, program.inputs)]
-        x = program.inputs[k]
+        x, y = program.inputs[k], program.outputs[0]
         seed_name = ns.fresh("seeds")
-        seed = g.input(seed_name, (ncolours,) + g.shape(x))
+        seed = g.input(seed_name, (ncolours,) + g.shape(y if mode == "vjp" else x))
         ins.append(KernelIO(seed_name, seed, g.shape(seed)))
-        target = gradient_nodes(g, program.outputs[0], [x])[0] if hessian else program.outputs[0]
-        (dot,) = jvp_nodes(g, [x], [seed], [target], nb=1)
-        shape = (ncolours,) + g.shape(target)
+        if mode == "vjp":
+            (dot,) = vjp_nodes(g, [y], [seed], [x], nb=1)
+            shape = (ncolours,) + g.shape(x)
+        else:
+            target = gradient_nodes(g, y, [x])[0] if mode == "hvp" else y
+            (dot,) = jvp_nodes(g, [x], [seed], [target], nb=1)
+            shape = (ncolours,) + g.shape(target)
         if dot is None:
             dot = g.const(np.zeros(shape))
-        what = "Hessian" if hessian else "Jacobian"
-        kernel = KernelDef(kname, f"{what} of {program.name} times {ncolours} seed vectors ({seed_name})",
-                           ins, [KernelIO(ns.fresh("compressed"), dot, shape)])
+        doc = {"jvp": f"Jacobian of {program.name} times {ncolours} seed vectors ({seed_name})",
+               "vjp": f"{ncolours} seed vectors ({seed_name}) times the Jacobian of {program.name}",
+               "hvp": f"Hessian of {program.name} times {ncolours} seed vectors ({seed_name})"}[mode]
+        kernel = KernelDef(kname, doc, ins, [KernelIO(ns.fresh("compressed"), dot, shape)])
         header = [f"Generated by symgrad from {program.origin} `{program.name}({', '.join(program.arg_names)})`: "
                   f"{kind} with {ncolours} seeds.", "Do not edit; regenerate with symgrad.",
                   f"program sha256 {program.fingerprint()[:16]}"]

@@ -60,6 +60,7 @@ class _Plan:
     program: object
     cores: list
     k: int  # position of the differentiated argument
+    mode: str  # seeded kernel: "jvp" (column colours), "vjp" (row colours) or "hvp"
     kernel: object = None  # compiled ``fn(*args, seeds)``, built on the first evaluation
     seeds: dict = field(default_factory=dict)  # dtype -> seed vectors, shape (ncolours,) + core
 
@@ -201,8 +202,8 @@ class _SparseDerivative:
         if plan is None:
             program = _trace(self.fun, args, cores, self.what)
             pattern = self._pattern(program, k)
-            recovery = Recovery(pattern, colour_columns(pattern))
-            plan = self._plans[key] = _Plan(pattern, recovery, program, cores, k)
+            recovery, mode = self._colour(pattern)
+            plan = self._plans[key] = _Plan(pattern, recovery, program, cores, k, mode)
         return plan
 
     def pattern(self, *args):
@@ -210,9 +211,9 @@ class _SparseDerivative:
         return self.plan(*args).pattern
 
     def info(self, *args) -> dict:
-        """``{"shape", "nnz", "ncolours"}`` for arguments shaped like ``args``."""
+        """``{"shape", "nnz", "ncolours", "mode"}`` for arguments shaped like ``args``."""
         rec = self.plan(*args).recovery
-        return {"shape": rec.shape, "nnz": rec.nnz, "ncolours": rec.ncolours}
+        return {"shape": rec.shape, "nnz": rec.nnz, "ncolours": rec.ncolours, "mode": self.plan(*args).mode}
 
     def __call__(self, *args):
         plan = self.plan(*args)
@@ -222,18 +223,29 @@ class _SparseDerivative:
         core = plan.cores[k]
         batch = x.shape[:x.ndim - len(core)]
         nbatch = math.prod(batch)
-        m = rec.shape[0]
         if rec.ncolours == 0:
-            compressed = np.zeros((nbatch, 0, m), dtype=dtype)
+            compressed = np.zeros((nbatch, 0, 0), dtype=dtype)
         else:
+            if plan.kernel is None:
+                self._build_kernel(plan)
+                rec = plan.recovery
             seeds = plan.seeds.get(dtype)
             if seeds is None:
-                seeds = plan.seeds[dtype] = rec.seeds(dtype).reshape((rec.ncolours,) + core)
-            if plan.kernel is None:
-                plan.kernel = seeded_kernel(plan.program, k, rec.ncolours, self.hessian, self.stabilize)
-            compressed = np.asarray(plan.kernel(*args, seeds)).reshape(nbatch, rec.ncolours, m)
+                seed_core = plan.program.graph.shape(plan.program.outputs[0]) if plan.mode == "vjp" else core
+                seeds = plan.seeds[dtype] = rec.seeds(dtype).reshape((rec.ncolours,) + seed_core)
+            size = rec.shape[1] if plan.mode == "vjp" else rec.shape[0]
+            compressed = np.asarray(plan.kernel(*args, seeds)).reshape(nbatch, rec.ncolours, size)
         mats = [self._matrix(rec, compressed[b]) for b in range(nbatch)]
         return mats if batch else mats[0]
+
+    def _build_kernel(self, plan: _Plan) -> None:
+        try:
+            plan.kernel = seeded_kernel(plan.program, plan.k, plan.recovery.ncolours, plan.mode, self.stabilize)
+        except NotImplementedError:  # a reverse pass this program cannot take (custom_gradient rules)
+            if plan.mode != "vjp":
+                raise
+            plan.recovery, plan.mode = Recovery(plan.pattern, colour_columns(plan.pattern)), "jvp"
+            plan.kernel = seeded_kernel(plan.program, plan.k, plan.recovery.ncolours, "jvp", self.stabilize)
 
     def _matrix(self, rec: Recovery, compressed_t):
         sparse = _sparse()
@@ -247,18 +259,29 @@ class SparseJacobian(_SparseDerivative):
     Calling it with the function's arguments returns a ``csr_array`` (or ``csr_matrix`` with
     ``format="csr_matrix"``) of shape ``(prod(out_core), prod(in_core))``, or a list of them (one per
     batch element, C order) when the arguments have batch dimensions under a gufunc signature.
-    Only structural nonzeros are computed: one compiled forward pass carrying ``ncolours`` seeds
-    (:mod:`symgrad.api.seeded`).
-    ``.pattern(*args)`` and ``.info(*args)`` give the pattern and ``{"shape", "nnz", "ncolours"}``.
+    Only structural nonzeros are computed: one compiled forward pass carrying one seed per colour
+    of the columns, or one reverse pass carrying one seed per colour of the rows when that needs
+    fewer colours (a dense row, such as a sum over all unknowns, puts every column in one conflict);
+    see :mod:`symgrad.api.seeded`.
+    ``.pattern(*args)`` and ``.info(*args)`` give the pattern and ``{"shape", "nnz", "ncolours",
+    "mode"}`` (mode ``"jvp"`` or ``"vjp"``).
     Raises as :func:`jacobian_sparsity`, and at call time as compiled functions do
     (``ShapeError``, ``DTypeError``).
     """
 
     what = "jacobian"
-    hessian = False
 
     def _pattern(self, program, k):
         return jacobian_pattern(program.graph, [program.inputs[k]], program.outputs)[0]
+
+    @staticmethod
+    def _colour(pattern):
+        """Column colours (forward passes) unless colouring the rows (reverse passes) needs fewer."""
+        cols = colour_columns(pattern)
+        rows = colour_columns(pattern.T)
+        if len(rows) and (not len(cols) or rows.max() < cols.max()):
+            return Recovery(pattern, rows, by="rows"), "vjp"
+        return Recovery(pattern, cols), "jvp"
 
 
 class SparseHessian(_SparseDerivative):
@@ -271,7 +294,10 @@ class SparseHessian(_SparseDerivative):
     """
 
     what = "hessian"
-    hessian = True
 
     def _pattern(self, program, k):
         return _hessian_pattern_of(program, k, self.what)
+
+    @staticmethod
+    def _colour(pattern):
+        return Recovery(pattern, colour_columns(pattern)), "hvp"

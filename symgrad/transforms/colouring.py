@@ -15,7 +15,10 @@ sec. 3 and Alg. 3.1 for partial distance-2 colouring).  It runs in
 patterns of interest have up to millions of columns.  For a banded matrix
 with bandwidth ``w`` it uses ``w`` colours (optimal).
 
-Hessians use the same column colouring of their (symmetric) pattern with direct
+Colouring the rows instead (the columns of ``J^T``) gives ``S^T J`` from reverse
+passes; :mod:`symgrad.api.sparse` takes whichever needs fewer colours (a dense row
+makes column colouring useless, a dense column makes row colouring useless).
+Hessians use the column colouring of their (symmetric) pattern with direct
 recovery: exact, though a star colouring (GMP 2005, sec. 4) could use fewer
 colours for some patterns.
 """
@@ -64,32 +67,45 @@ def colour_columns(pattern) -> np.ndarray:
 
 
 class Recovery:
-    """Precomputed index arrays mapping a compressed product ``B^T`` (ncolours, m) to CSR data.
+    """Precomputed index arrays mapping a compressed product to CSR data.
 
     Args:
       pattern: scipy.sparse pattern (m, n).
-      colours: the column colours from :func:`colour_columns`.
+      colours: column colours (``by="columns"``: ``B^T = (J S)^T`` of shape (ncolours, m), from
+        forward passes) or row colours (``by="rows"``: ``S^T J`` of shape (ncolours, n), from
+        reverse passes), from :func:`colour_columns` of ``pattern`` or of its transpose.
     """
 
-    def __init__(self, pattern, colours: np.ndarray):
+    def __init__(self, pattern, colours: np.ndarray, by: str = "columns"):
+        if by not in ("columns", "rows"):
+            raise ValueError(f"by must be 'columns' or 'rows'; got {by!r}")
         csr = pattern.tocsr()
         csr.sort_indices()
-        self.shape = csr.shape
+        self.shape, self.by = csr.shape, by
         self.indptr = csr.indptr.astype(np.int32 if csr.nnz < 2**31 else np.int64)
         self.indices = csr.indices.astype(self.indptr.dtype)
         self.colours = np.asarray(colours, dtype=np.int64)
         self.ncolours = int(self.colours.max()) + 1 if len(self.colours) else 0
         rows = np.repeat(np.arange(csr.shape[0], dtype=np.int64), np.diff(csr.indptr))
-        # flat position of each nonzero in a C-ordered (ncolours, m) compressed array
-        self.take = self.colours[csr.indices] * csr.shape[0] + rows
+        cols = csr.indices.astype(np.int64)
+        # flat position of each nonzero in the C-ordered compressed array
+        if by == "columns":
+            self.take = self.colours[cols] * csr.shape[0] + rows
+        else:
+            self.take = self.colours[rows] * csr.shape[1] + cols
         self.nnz = csr.nnz
 
+    @property
+    def seed_size(self) -> int:
+        """Length of one seed vector: n for column colours, m for row colours."""
+        return self.shape[1] if self.by == "columns" else self.shape[0]
+
     def seeds(self, dtype=np.float64) -> np.ndarray:
-        """The seed matrix transposed, shape (ncolours, n): row c is the indicator of colour c."""
-        s = np.zeros((self.ncolours, self.shape[1]), dtype=dtype)
-        s[self.colours, np.arange(self.shape[1])] = 1
+        """The seed matrix transposed, shape (ncolours, seed_size): row c is the indicator of colour c."""
+        s = np.zeros((self.ncolours, self.seed_size), dtype=dtype)
+        s[self.colours, np.arange(self.seed_size)] = 1
         return s
 
-    def data(self, compressed_t: np.ndarray) -> np.ndarray:
-        """CSR data from ``compressed_t`` of shape (ncolours, m) (C order)."""
-        return np.ascontiguousarray(compressed_t).reshape(-1)[self.take]
+    def data(self, compressed: np.ndarray) -> np.ndarray:
+        """CSR data from the compressed product (C order, ncolours leading)."""
+        return np.ascontiguousarray(compressed).reshape(-1)[self.take]

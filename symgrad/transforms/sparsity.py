@@ -237,8 +237,8 @@ def _custom_gradient(g, node, pats):
         if p is None:
             continue
         xb = g.shape(b)
-        if xb != g.shape(x):  # a broadcast x_bar: its rows map onto x's elements
-            q = _gather_sum(_broadcast_rows(g.shape(x), xb), np.arange(_size(xb)), _size(g.shape(x)), q)
+        if xb != g.shape(x):  # a smaller x_bar is broadcast to x's shape (as the rule's VJP does)
+            q = _select(q, _broadcast_rows(xb, g.shape(x)))
         term = (q.T.astype(np.float32) @ p.astype(np.float32)).tocsr()
         term.eliminate_zeros()
         out = _union(out, _sp().csr_array(term).astype(bool))
