@@ -33,7 +33,7 @@ from ..errors import SignatureError, format_error
 from ..trace.pytree import tree_flatten
 from ..trace.signature import parse_signature
 from ..trace.trace import trace_program
-from ..transforms.colouring import Recovery, colour_columns
+from ..transforms.colouring import Recovery, colour_columns, colour_symmetric
 from ..transforms.sparsity import hessian_pattern, jacobian_pattern
 from .compiled import normalize_argnums
 from .seeded import seeded_kernel
@@ -300,4 +300,4 @@ class SparseHessian(_SparseDerivative):
 
     @staticmethod
     def _colour(pattern):
-        return Recovery(pattern, colour_columns(pattern)), "hvp"
+        return colour_symmetric(pattern)[1], "hvp"
