@@ -20,15 +20,15 @@ from ..compile.cache import cache_key, cached_module, load_module
 from ..emit.module import emit_module
 from ..emit.names import spec_name
 from ..errors import ArgumentError, SignatureError, SymgradWarning, format_error
+from ..trace.captures import Captures
 from ..trace.pytree import TreeDef, tree_flatten, tree_unflatten
 from ..trace.signature import parse_signature
-from ..trace.trace import TracedProgram, trace_program
+from ..trace.trace import TracedProgram, trace_default, trace_program
 from ..runtime.gufunc import PLAIN_TYPES
 from ..trace.tracer import Tracer
 from .build import build_kernel
 from .stabilize_pass import budget_of, stabilize_kernel
 
-__version_header__ = "symgrad"
 # Tracing, differentiating and loading run under one re-entrant lock: nested transformations build
 # inside an outer build on the same thread, and a first call racing from many threads builds once.
 _BUILD_LOCK = threading.RLock()
@@ -96,6 +96,8 @@ class Compiled:
         self.signature = parse_signature(signature, self.name)
         self.stabilize, self.parallel = stabilize, parallel
         self._entries: dict = {}
+        self._elementwise: dict = {}
+        self._captures: Captures | None = None  # what the traces read from outside the arguments  # with no signature: argument structure -> elementwise? (trace_default)
         self.plain_entries: dict = {}  # core shapes -> entry, for calls with plain ndarray arguments (hvp)
         call = self._call
         self.public = functools.partial(lambda *args, **kwargs: call(args, kwargs))
@@ -118,11 +120,23 @@ class Compiled:
             from .nested import call_traced
 
             return call_traced(self, args)
+        if self._captures:
+            self._retrace_if_captures_changed()
         entry = self.entry_for(args, leaves, in_tree)
         # leaves that are neither plain nor tracers (array-likes) are converted here, so the entry
         # point's fallback to this method cannot recur
         leaves = [leaf if isinstance(leaf, PLAIN_TYPES) else np.asarray(leaf) for leaf in leaves]
         return entry.assemble(entry.fn(*leaves))
+
+    def _retrace_if_captures_changed(self) -> None:
+        """Forget every trace when a number or array the function reads from outside its arguments
+        (a global, a closure cell, ``self.w``) changed since it was traced (see symgrad.trace.captures)."""
+        with _BUILD_LOCK:
+            if self._captures and self._captures.changed():
+                self._entries.clear()
+                self._elementwise.clear()
+                self.plain_entries.clear()
+                self._captures = None  # taken again by the next build
 
     def _bind_keywords(self, args, kwargs) -> tuple:
         """Keyword arguments moved to their positions, as Python would bind them."""
@@ -148,28 +162,41 @@ class Compiled:
         """The compiled entry for arguments structured like ``args`` (building it if new)."""
         if leaves is None:
             leaves, in_tree = tree_flatten(tuple(args))
-        if self.signature is None:
-            cores = [()] * len(leaves)
-        else:
+        program = None
+        if self.signature is not None:
             cores, _ = self.signature.bind([np.shape(l) for l in leaves], self.name)
-        key = (in_tree, tuple(cores))
+        elif self._elementwise.get(in_tree, True):
+            cores = [()] * len(leaves)  # elementwise (or not yet known): ufunc broadcasting
+        else:
+            cores = [np.shape(l) for l in leaves]  # JAX's semantics: each core is the whole shape
+        key = (in_tree, tuple(map(tuple, cores)))
         entry = self._entries.get(key)
         if entry is None:
             with _BUILD_LOCK:  # threads racing on a first call: one builds, the others wait and reuse it
+                if self.signature is None and in_tree not in self._elementwise:
+                    program = trace_default(self.fn, args, [np.shape(l) for l in leaves])
+                    self._elementwise[in_tree] = program.elementwise
+                    cores = [program.graph.shape(i) for i in program.inputs]
+                    key = (in_tree, tuple(map(tuple, cores)))
                 entry = self._entries.get(key)
                 if entry is None:
-                    entry = self._entries[key] = self._build(args, in_tree, cores)
-                    if (entry.identity and in_tree.kind == "tuple"
+                    if self._captures is None:
+                        self._captures = Captures(self.fn)
+                    entry = self._entries[key] = self._build(args, in_tree, cores, program)
+                    if (entry.identity and in_tree.kind == "tuple" and self._elementwise.get(in_tree, True)
+                            and not self._captures
                             and all(c.kind == "leaf" for c in in_tree.children)
-                            and _fixed_arity(self.fn) == len(leaves) and not _has_tracer(leaves)
+                            and _fixed_arity(self.fn) == len(leaves)
+                            and not any(isinstance(leaf, Tracer) for leaf in leaves)
                             and _same_parameters(entry.fn, self.fn)):
                         spec = entry.fn.__globals__[spec_name(entry.fn.__name__)]
                         spec.fallback = self._call
                         self._route(entry.fn)
         return entry
 
-    def _build(self, args, in_tree, cores) -> Entry:
-        program = trace_program(self.fn, args, [tuple(c) for c in cores])
+    def _build(self, args, in_tree, cores, program: TracedProgram | None = None) -> Entry:
+        if program is None:
+            program = trace_program(self.fn, args, [tuple(c) for c in cores])
         self._check_outputs(program)
         nums, single = normalize_argnums(self.argnums, len(args), self.name)
         ranges = _leaf_ranges(in_tree)
@@ -243,10 +270,6 @@ def _same_parameters(entry_fn, fn) -> bool:
         return list(inspect.signature(entry_fn).parameters) == list(inspect.signature(fn).parameters)
     except (TypeError, ValueError):
         return False
-
-
-def _has_tracer(leaves) -> bool:
-    return any(isinstance(leaf, Tracer) for leaf in leaves)
 
 
 def _header(p: TracedProgram, kind: str) -> list[str]:

@@ -21,9 +21,21 @@ from ..transforms import hessian_nodes, jacobian_nodes, jvp_nodes, vjp_nodes
 from .compiled import _leaf_ranges, normalize_argnums
 
 
-def has_tracer(args) -> bool:
-    leaves, _ = tree_flatten(tuple(args))
-    return any(isinstance(l, Tracer) for l in leaves)
+def _elementwise_between(g, xs, y) -> bool:
+    """True if ``y`` depends on the inputs ``xs`` through elementwise operations only, all of
+    ``y``'s shape: then its Jacobian is diagonal and the VJP with ones gives the derivatives
+    elementwise (the ufunc model of a transformation called with no signature)."""
+    from ..ir.ops import REGISTRY
+
+    depends = set(xs)
+    for nid in g.ancestors([y]):
+        node = g[nid]
+        if nid in depends or not any(a in depends for a in node.args):
+            continue
+        if not REGISTRY[node.op].elementwise or node.shape != g.shape(y):
+            return False
+        depends.add(nid)
+    return all(g.shape(x) in ((), g.shape(y)) for x in xs)
 
 
 def call_traced(compiled, args):
@@ -49,7 +61,8 @@ def call_traced(compiled, args):
         return trees[0] if single else trees
 
     if kind in ("grad", "value_and_grad", "hessian"):
-        if len(outs) != 1 or (compiled.signature is not None and g.shape(outs[0]) != ()):
+        if len(outs) != 1 or (g.shape(outs[0]) != () and (
+                compiled.signature is not None or not _elementwise_between(g, wrt, outs[0]))):
             raise SignatureError(format_error(
                 f"{kind} of {compiled.name} needs one scalar core output", "gradients are defined for "
                 "real-valued functions", "reduce the output or use jacobian"))

@@ -118,7 +118,3 @@ class E:
     @property
     def shape(self):
         return self.g.shape(self.id)
-
-
-def node_shapes(nodes: list[Node]) -> list[tuple]:
-    return [n.shape for n in nodes]
