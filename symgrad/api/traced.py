@@ -18,8 +18,9 @@ from ..trace.signature import parse_signature
 from ..trace.trace import TracedProgram, trace_default, trace_program
 from ..transforms import hessian_nodes, jacobian_nodes, jvp_nodes, vjp_nodes
 from ..transforms.higher import gradient_nodes
-from .build import build_kernel
-from .compiled import _header, normalize_argnums
+from .build import build_kernel, kernel_header
+from .argnums import leaf_ranges, normalize_argnums
+from .transformations import scalar_output, transformation
 from .stabilize_pass import stabilize_kernel
 
 
@@ -92,11 +93,7 @@ class Traced:
 
     def _wrt(self, argnums):
         nums, _ = normalize_argnums(argnums, len(self.args), self.program.name)
-        ranges, start = [], 0
-        for child in self.program.in_tree.children:
-            ranges.append(range(start, start + child.num_leaves))
-            start += child.num_leaves
-        return [leaf for a in nums for leaf in ranges[a]]
+        return transformation("grad").wrt(len(self.program.inputs), nums, leaf_ranges(self.program.in_tree))
 
     @property
     def expr(self):
@@ -145,9 +142,7 @@ class Traced:
         return [_to_sympy(env[c]) for c in cts], self._sympy(bars, env, simplify)
 
     def _scalar_out(self) -> int:
-        from .build import _scalar_output
-
-        return _scalar_output(self.program, "gradient")
+        return scalar_output(self.program, "gradient")
 
     # -- generated code --------------------------------------------------------------
     def _kernel(self, kind: str, argnums, stabilize: bool):
@@ -155,10 +150,10 @@ class Traced:
         cached = self._kernels.get(key)
         if cached is None:
             p = self.program
-            wrt = list(range(len(p.inputs))) if kind in ("jit", "vjp", "jvp") else self._wrt(argnums)
+            wrt = list(range(len(p.inputs))) if transformation(kind).all_leaves else self._wrt(argnums)
             fresh = trace_program(self.fun, self.args, [p.graph.shape(i) for i in p.inputs])
             built = build_kernel(fresh, kind, wrt)
-            header = _header(fresh, kind)
+            header = kernel_header(fresh, kind)
             if stabilize:
                 header += stabilize_kernel(fresh.graph, built.kernel)
             cached = self._kernels[key] = (fresh, built.kernel, header)
