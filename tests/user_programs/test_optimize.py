@@ -92,7 +92,7 @@ def test_slsqp_example_with_symgrad_jac():
             {"type": "ineq", "fun": lambda x: -x[0] - 2 * x[1] + 6},
             {"type": "ineq", "fun": lambda x: -x[0] + 2 * x[1] + 2})
     x = np.array([2.0, 0.0])
-    assert_close(sg.grad(slsqp_objective)(x), np.array([2.0, 5.0]))
+    assert_close(sg.grad(slsqp_objective)(x), np.array([2.0, -5.0]))  # 2 (x - (1, 2.5))
     res = optimize.minimize(slsqp_objective, x, method="SLSQP", jac=sg.grad(slsqp_objective),
                             bounds=((0, None), (0, None)), constraints=cons)
     assert_close(res.x, np.array([1.4, 1.7]), rtol=1e-6, atol=1e-6)
