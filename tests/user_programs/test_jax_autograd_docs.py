@@ -49,8 +49,9 @@ def test_quickstart_sum_logistic_and_finite_differences():
     """Quickstart prints grad(sum_logistic)(arange(3.)) = [0.25, 0.19661197, 0.10499357] and compares
     with first finite differences."""
     x_small = np.arange(3.0)
-    g = sg.grad(sum_logistic)(x_small)
     s = 1 / (1 + np.exp(-x_small))
+    assert_close(sg.jit(sum_logistic)(x_small), np.sum(s))    # a scalar, as in JAX (np.sum reduces)
+    g = sg.grad(sum_logistic)(x_small)
     assert_close(g, s * (1 - s))
     eps = 1e-4
     fd = np.array([(sum_logistic(x_small + eps * v) - sum_logistic(x_small - eps * v)) / (2 * eps)
