@@ -156,3 +156,19 @@ def test_curve_fit_model_parameter_jacobians_elementwise():
     ga, gb, gc = sg.grad(curve_fit_model, argnums=(1, 2, 3))(xdata, a, b, c)
     e = np.exp(-b * xdata)
     assert_close((ga, gb, gc), (e, -a * xdata * e, np.ones_like(xdata)))
+
+
+def test_rosen_batched_hessian_and_jvp_under_signature():
+    """Batch of 3 points under "(n)->()": Hessians (3, n, n) and JVPs of the gradient (HVPs) per row."""
+    xs = np.random.default_rng(5).uniform(-1.5, 1.5, size=(3, 4))
+    assert_close(sg.hessian(rosen_np, signature="(n)->()")(xs), np.stack([optimize.rosen_hess(x) for x in xs]))
+    ps = np.random.default_rng(6).standard_normal((3, 4))
+    assert_close(sg.hvp(rosen_np, (xs,), (ps,), signature="(n)->()"),
+                 np.stack([optimize.rosen_hess_prod(x, p) for x, p in zip(xs, ps)]))
+
+
+def test_least_squares_enzyme_jacobian_float32_batched():
+    """Two parameter vectors at once under "(k),(m)->(m)", float32: Jacobians (2, m, k)."""
+    xs = np.array([[2.5, 3.9, 4.15, 3.9], [0.19, 0.19, 0.12, 0.14]])
+    J = sg.jacobian(enzyme_model, signature="(k),(m)->(m)")(xs.astype(np.float32), U.astype(np.float32))
+    assert_close(J, np.stack([enzyme_jac(x, U) for x in xs]), dtype=np.float32)

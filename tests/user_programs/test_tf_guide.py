@@ -297,3 +297,34 @@ def test_stop_gradient():
     with sg.GradientTape() as tape:
         z = sg.stop_gradient(x ** 2) * x
     assert_close(tape.gradient(z, x), 9.0)
+
+
+def test_list_target_and_output_gradients():
+    """tape.gradient([y0, y1], x) sums the targets; output_gradients weights them (TF contract)."""
+    x = sg.Variable(np.array([1.0, 2.0]))
+    with sg.GradientTape(persistent=True) as tape:
+        y0 = np.sum(x ** 2)
+        y1 = x * 3.0
+    assert_close(tape.gradient([y0, y1], x), 2 * np.array([1.0, 2.0]) + 3.0)
+    assert_close(tape.gradient(y1, x, output_gradients=np.array([1.0, -2.0])), np.array([3.0, -6.0]))
+
+
+def test_tape_jacobian_list_of_sources():
+    """tape.jacobian(y, [w, b]) for y = tanh(x @ w + b): shapes (2, 3, 2) and (2, 2); autograd reference."""
+    x = np.array([0.5, -1.0, 2.0])
+    w0, b0 = W0, np.array([0.1, -0.3])
+    w, b = sg.Variable(w0), sg.Variable(b0)
+    with sg.GradientTape() as tape:
+        y = np.tanh(x @ w + b)
+    f = as_autograd(lambda w, b: np.tanh(x @ w + b))
+    ref = [autograd.jacobian(f, 0)(w0, b0), autograd.jacobian(f, 1)(w0, b0)]
+    assert_close(tape.jacobian(y, [w, b]), ref)
+
+
+def test_float32_variable_gradient_stays_float32():
+    """tf.Variable(..., dtype=float32): the gradient is float32 too."""
+    x0 = np.array([0.5, 1.5], dtype=np.float32)
+    x = sg.Variable(x0)
+    with sg.GradientTape() as tape:
+        y = np.sum(np.exp(x) * x)
+    assert_close(tape.gradient(y, x), np.exp(x0.astype(np.float64)) * (1 + x0), dtype=np.float32)
