@@ -300,7 +300,7 @@ def cube_plus_exp(x):
     return np.sum(x ** 3) + np.exp(x[0] * x[1])
 
 
-@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("dtype", [np.float64, pytest.param(np.float32, marks=pytest.mark.slow)])
 def test_one_program_across_all_transformations(dtype):
     """grad, value_and_grad, jacobian, hessian, hvp, jvp, vjp of one program, float64 and float32,
     against autograd in float64."""
@@ -319,7 +319,7 @@ def test_one_program_across_all_transformations(dtype):
     assert_close((out, vjp_fn(dtype(2.0))), (val_ref, (2 * g_ref,)), dtype=dtype)
 
 
-@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("dtype", [np.float64, pytest.param(np.float32, marks=pytest.mark.slow)])
 def test_per_example_loss_across_all_transformations_batched(dtype):
     """The per-example logistic loss under "(d),(d),()->()" with a batch of 4 examples, through every
     transformation: grad/value_and_grad/jacobian (batch, d), hessian (batch, d, d), hvp/jvp/vjp per row.
