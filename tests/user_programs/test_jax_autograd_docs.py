@@ -295,6 +295,39 @@ def test_numpy_vocabulary_gradient_against_jax(name):
     assert_close(sg.grad(f)(x), ref)
 
 
+A4 = np.arange(16.0).reshape(4, 4) / 8.0
+
+
+def habit_programs():
+    """Idioms of JAX/autograd users (negative and Ellipsis indexing, len/shape, where-masks, clip,
+    Huber loss, broadcasting with None, quadratic forms, keepdims), without a signature."""
+    return {
+        "negative_index": lambda x: x[-1] ** 2 + x[::-1][0] * x[1],
+        "ellipsis_index": lambda x: x[..., 0] * x[..., 2],
+        "len_and_shape": lambda x: len(x) * np.sum(x ** 2) + x.shape[0] * x[0],
+        "where_mask_sum": lambda x: np.where(x > 0, x, 0.0).sum(),
+        "clip": lambda x: np.sum(np.clip(x, -1.0, 1.0) ** 2),
+        "huber": lambda x: np.sum(np.where(np.abs(x) < 1.0, 0.5 * x ** 2, np.abs(x) - 0.5)),
+        "none_broadcast": lambda x: np.sum(x[:, None] * x[None, :] * A4),
+        "quadratic_form": lambda x: x @ A4 @ x,
+        "softmax_weights": lambda x: np.dot(np.exp(x) / np.sum(np.exp(x)), np.arange(4.0)),
+        "concatenate": lambda x: np.sum(np.concatenate([x, x[:2]]) ** 2),
+        "keepdims_normalise": lambda x: np.sum(x / np.sum(x ** 2, keepdims=True)),
+        "generator_polynomial": lambda x: sum(c * x[0] ** k for k, c in enumerate([1.0, 2.0, 3.0])),
+    }
+
+
+HABITS = habit_programs()
+
+
+@pytest.mark.parametrize("name", sorted(HABITS))
+def test_jax_habits_gradient_against_jax(name):
+    jax = need_jax()
+    x = np.array([0.5, -1.25, 2.0, 0.75])
+    f = HABITS[name]
+    assert_close(sg.grad(f)(x), to_numpy(jax.grad(as_jax(f))(x)))
+
+
 def cube_plus_exp(x):
     """A small program checked across every transformation (autograd README style)."""
     return np.sum(x ** 3) + np.exp(x[0] * x[1])
