@@ -328,3 +328,17 @@ def test_float32_variable_gradient_stays_float32():
     with sg.GradientTape() as tape:
         y = np.sum(np.exp(x) * x)
     assert_close(tape.gradient(y, x), np.exp(x0.astype(np.float64)) * (1 + x0), dtype=np.float32)
+
+
+def test_forward_over_backward_hessian_vector_product():
+    """Advanced guide, 'Hessian-vector product': ForwardAccumulator around a GradientTape;
+    acc.jvp(tape.gradient(y, x)) = H v.  f = sum(x**3) + x0 x1: H = diag(6 x) + [[0, 1], [1, 0]]."""
+    x0, v0 = np.array([1.0, 2.0]), np.array([0.5, -1.0])
+    x = sg.constant(x0)
+    with sg.ForwardAccumulator(x, sg.constant(v0)) as acc:
+        with sg.GradientTape() as tape:
+            tape.watch(x)
+            y = np.sum(x ** 3) + x[0] * x[1]
+        backward = tape.gradient(y, x)
+    H = np.diag(6 * x0) + np.array([[0.0, 1.0], [1.0, 0.0]])
+    assert_close(acc.jvp(backward), H @ v0)
