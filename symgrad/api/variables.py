@@ -19,14 +19,18 @@ class Variable:
     Args:
       value: initial value (converted to a float64 array unless float32).
       name: identifier used in generated code and formulas.
+      trainable: as ``tf.Variable``: a GradientTape watches a trainable Variable when it is read while
+        the tape records; one with ``trainable=False`` only through ``tape.watch``.
+      dtype: convert ``value`` to this dtype first (float32 is kept, anything else becomes float64).
     """
 
     __symgrad_variable__ = True  # recognised by the tracer
 
-    def __init__(self, value, name: str | None = None):
-        arr = np.asarray(value)
+    def __init__(self, value, name: str | None = None, trainable: bool = True, dtype=None):
+        arr = np.asarray(value, dtype=dtype)
         self.value = arr.astype(np.float64) if arr.dtype != np.float32 else arr
         self.name = name or f"variable{next(_COUNTER)}"
+        self.trainable = bool(trainable)
 
     __array_priority__ = 1000  # an ndarray on the left of an operator defers to us
 
