@@ -69,3 +69,15 @@ class KernelRecipe:
         if isinstance(out, tuple):
             return tuple(np.asarray(o) for o in out)
         return np.asarray(out)
+
+
+def dask_setup(worker=None) -> None:
+    """Warm a Dask worker at start-up: ``LocalCluster(preload=["symgrad.compile.recipe"])`` or
+    ``dask worker --preload symgrad.compile.recipe``.
+
+    Imports Numba and initialises its CPU target (0.3-1 s, once per process), so the
+    first task that calls a kernel pays only for loading that kernel.  Imports no SymPy.
+    """
+    import numba
+
+    numba.njit(cache=False, nogil=True)(lambda v: v + 1.0)(1.0)  # initialise Numba's CPU target
