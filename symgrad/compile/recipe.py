@@ -49,6 +49,10 @@ class KernelRecipe:
     def __setstate__(self, state):
         self.name, self.key, self.source, self.constants = state
 
+    def __dask_tokenize__(self):
+        """Dask's deterministic token: the key determines the source (no need to hash the text)."""
+        return ("symgrad.KernelRecipe", self.name, self.key, sorted((k, repr(v)) for k, v in self.constants.items()))
+
     def __repr__(self) -> str:
         return f"KernelRecipe({self.name!r}, key={self.key[:12]}...)"
 
