@@ -197,6 +197,15 @@ def test_split_core_dimension_is_a_clear_error():
         vg(da.from_array(X, chunks=(50, 2)), w, y, 0.01)
 
 
+def test_whole_argument_core_without_signature():
+    """No signature and not elementwise: each argument is one core (JAX's rule), so it must be one chunk."""
+    g = sg.grad(lambda x: np.sum(x ** 2))
+    x = np.arange(6.0)
+    np.testing.assert_array_equal(g(da.from_array(x, chunks=-1)).compute(scheduler="synchronous"), 2 * x)
+    with pytest.raises(ShapeError, match=r"rechunk\(\{0: -1\}\)(.|\n)*signature"):
+        g(da.from_array(x, chunks=3))
+
+
 def test_complex_dask_array_is_a_dtype_error():
     with pytest.raises(DTypeError, match="complex"):
         sg.jit(softplus)(da.ones(4, chunks=2, dtype=np.complex128))

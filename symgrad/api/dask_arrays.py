@@ -92,7 +92,10 @@ def _check_core_chunks(fn_name: str, k: int, arg_name: str, arr, core) -> None:
                 "each block is one call of the compiled kernel, which needs whole core arrays "
                 "(Dask's gufunc rule, dask.array.apply_gufunc)",
                 f"rechunk that axis into one chunk, x.rechunk({{{axis}: -1}}), and chunk the leading "
-                f"(batch) axes instead"))
+                f"(batch) axes instead" + ("" if arr.ndim > nd else
+                                         "; a function with no signature that is not elementwise takes each "
+                                         "argument whole (JAX's rule), and a gufunc signature such as "
+                                         "signature=\"(n)->()\" makes leading axes batch axes")))
 
 
 def _unify_batch_chunks(da, arrays, cores):
