@@ -70,6 +70,7 @@ def apply_entry(entry, leaves: list, fn_name: str):
         arrays.append(leaf)
         cores.append(tuple(core))
     dtype = np.result_type(*strong) if strong else np.dtype(np.float64)
+    _compile_here(entry.fn, leaves, spec.in_cores)
     arrays = _unify_batch_chunks(da, arrays, cores)
     in_sig = [f"({','.join(f'i{k}_{j}' for j in range(len(c)))})" for k, c in enumerate(cores)]
     out_sig = [f"({','.join(f'o{m}_{j}' for j in range(len(c)))})" for m, c in enumerate(spec.out_cores)]
@@ -80,6 +81,27 @@ def apply_entry(entry, leaves: list, fn_name: str):
         recipe, f"{','.join(in_sig)}->{','.join(out_sig)}", *arrays,
         output_dtypes=[dtype] * n_out if n_out > 1 else dtype, output_sizes=sizes,
         vectorize=False, allow_rechunk=False, token=re.sub(r"[^A-Za-z0-9_]", "_", name))
+
+
+_COMPILED: set = set()
+
+
+def _compile_here(fn, leaves, in_cores) -> None:
+    """Call the kernel once here on one-element batches like the blocks (same dtypes, ranks and
+    Python numbers), so Numba compiles it in this process and writes its disk cache: workers on this
+    machine then load machine code instead of compiling (each would otherwise compile once)."""
+    probe = []
+    for leaf, core in zip(leaves, in_cores):
+        if type(leaf) in (float, int, bool):
+            probe.append(leaf)
+        else:
+            batch_nd = len(np.shape(leaf)) - len(core)
+            probe.append(np.zeros((1,) * batch_nd + tuple(core), dtype=leaf.dtype if hasattr(leaf, "dtype")
+                                  else np.asarray(leaf).dtype))
+    key = (id(fn), tuple((p.dtype.str, p.ndim) if isinstance(p, np.ndarray) else type(p) for p in probe))
+    if key not in _COMPILED:
+        fn(*probe)
+        _COMPILED.add(key)
 
 
 def _check_core_chunks(fn_name: str, k: int, arg_name: str, arr, core) -> None:
