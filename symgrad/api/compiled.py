@@ -43,6 +43,7 @@ class Entry:
     program: TracedProgram
     source_path: str
     identity: bool
+    key: str = ""  # the generated module's cache key (a Dask KernelRecipe carries it to workers)
 
 
 class Compiled:
@@ -95,6 +96,9 @@ class Compiled:
             return call_traced(self, args)
         if self._captures:
             self._retrace_if_captures_changed()
+        if _has_dask(leaves):  # lazy: one dask.array.apply_gufunc over the compiled kernel
+            entry = self.entry_for(args, leaves, in_tree)
+            return entry.assemble(run_entry(entry, leaves, self.name))
         entry = self.entry_for(args, leaves, in_tree)
         # leaves that are neither plain nor tracers (array-likes) are converted here, so the entry
         # point's fallback to this method cannot recur
@@ -188,7 +192,8 @@ class Compiled:
         fn = getattr(module, kname)
         assembly = Assembly(program, nums, single, ranges, wrt)
         t = self.transformation
-        return Entry(fn, lambda flat: t.assemble(assembly, flat), program, module.__file__, t.identity(assembly))
+        return Entry(fn, lambda flat: t.assemble(assembly, flat), program, module.__file__, t.identity(assembly),
+                     key)
 
     def _check_outputs(self, p: TracedProgram) -> None:
         sig = self.signature
@@ -241,3 +246,18 @@ def _same_parameters(entry_fn, fn) -> bool:
         return list(inspect.signature(entry_fn).parameters) == list(inspect.signature(fn).parameters)
     except (TypeError, ValueError):
         return False
+
+
+def _has_dask(leaves) -> bool:
+    """A leaf is a Dask array (checked by module name: Dask is imported only when it is used)."""
+    return any(type(leaf).__module__.startswith("dask.") for leaf in leaves)
+
+
+def run_entry(entry: Entry, leaves, fn_name: str):
+    """``entry.fn(*leaves)``, or with a Dask array among ``leaves`` its lazy Dask equivalent
+    (:func:`symgrad.api.dask_arrays.apply_entry`)."""
+    if _has_dask(leaves):
+        from .dask_arrays import apply_entry
+
+        return apply_entry(entry, list(leaves), fn_name)
+    return entry.fn(*leaves)

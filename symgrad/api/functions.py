@@ -15,7 +15,7 @@ import numpy as np
 
 from ..errors import format_error
 from ..trace.pytree import tree_flatten, tree_unflatten
-from .compiled import Compiled
+from .compiled import Compiled, run_entry
 
 
 def _fn_name(fun) -> str:
@@ -165,7 +165,7 @@ def vjp(fun, *primals, signature: str | None = None, stabilize: bool = True):
                 f"vjp of {_fn_name(fun)}: the cotangent has pytree structure {_tree_text(ct_tree)} but the output "
                 f"has {_tree_text(entry.program.out_tree)}", "vjp_fn(out_bar) takes one cotangent per output, "
                 "in the output's structure", "pass a cotangent shaped like the output"))
-        flat = entry.fn(*leaves, *ct_leaves)
+        flat = run_entry(entry, [*leaves, *ct_leaves], _fn_name(fun))
         flat = [flat] if len(leaves) == 1 else list(flat)
         return tuple(tree_unflatten(in_tree, flat))
 
@@ -184,7 +184,7 @@ def jvp(fun, primals, tangents, signature: str | None = None, stabilize: bool = 
     entry = kern.entry_for(primals)
     p_leaves, _ = tree_flatten(primals)
     t_leaves, t_tree = tree_flatten(tangents)
-    flat = entry.fn(*p_leaves, *t_leaves)
+    flat = run_entry(entry, [*p_leaves, *t_leaves], _fn_name(fun))
     n = len(entry.program.outputs)
     flat = list(flat)
     outs, dots = flat[:n], flat[n:]
@@ -212,7 +212,7 @@ def hvp(fun, primals, tangents, signature: str | None = None, stabilize: bool = 
     entry = kern.entry_for(primals)
     p_leaves, in_tree = tree_flatten(primals)
     t_leaves, _ = tree_flatten(tangents)
-    flat = entry.fn(*p_leaves, *t_leaves)
+    flat = run_entry(entry, [*p_leaves, *t_leaves], _fn_name(fun))
     flat = [flat] if len(p_leaves) == 1 else list(flat)
     out = tree_unflatten(in_tree, flat)
     return out[0] if len(primals) == 1 else out
