@@ -35,7 +35,7 @@ from ..trace.signature import parse_signature
 from ..trace.trace import trace_program
 from ..transforms.colouring import Recovery, colour_columns, colour_symmetric
 from ..transforms.sparsity import hessian_pattern, jacobian_pattern
-from .compiled import normalize_argnums
+from .argnums import normalize_argnums
 from .seeded import seeded_kernel
 
 __all__ = ["jacobian_sparsity", "hessian_sparsity", "SparseJacobian", "SparseHessian"]
