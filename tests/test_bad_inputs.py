@@ -572,6 +572,25 @@ section(
 )
 
 section(
+    "Sparse Jacobians and Hessians",
+    Case("sparse-pytree-argument", "`jacobian(f, sparse=True)` called with a tuple argument",
+         lambda: sg.jacobian(lambda p: p[0] * p[1], sparse=True)((np.ones(2), np.ones(2))), TypeError,
+         ("argument 0 is a tuple, not an array", "lambda", "np.concatenate the parts")),
+    Case("sparse-argnums-tuple", "`jacobian_sparsity` with `argnums=(0, 1)`",
+         lambda: sg.jacobian_sparsity(inner, np.ones(3), np.ones(3), argnums=(0, 1)), TypeError,
+         ("argnums must be one int for sparse results", "inner", "call once per argument")),
+    Case("sparse-two-outputs", "`jacobian(f, sparse=True)` of a function returning a tuple",
+         lambda: sg.jacobian(two_out, sparse=True)(np.ones(3)), sg.SignatureError,
+         ("two_out: the function returns 2 outputs", "two_out", "np.concatenate the outputs")),
+    Case("sparse-hessian-vector-output", "`hessian_sparsity` of a vector-valued function",
+         lambda: sg.hessian_sparsity(vec_out, np.ones(3)), sg.SignatureError,
+         ("the output has core shape (3,), not ()", "vec_out", "reduce the output (np.sum)")),
+    Case("sparse-format", "`jacobian(f, sparse=True, format=\"coo\")`",
+         lambda: sg.jacobian(vec_out, sparse=True, format="coo"), ValueError,
+         ("unknown format 'coo'", "", "use one of ('csr_array', 'csr_matrix')")),
+)
+
+section(
     "Command line (exit status 2, one line on stderr)",
     Case("cli-missing-file", "`symgrad grad nope.py:f`", _cli("grad", "nope.py:f"),
          check=_cli_says("no such file: nope.py"), outcome="`symgrad: error: no such file: nope.py`"),
