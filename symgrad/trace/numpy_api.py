@@ -10,11 +10,10 @@ import math
 import string
 
 import numpy as np
-from numpy.lib.array_utils import normalize_axis_index, normalize_axis_tuple
 
 from ..errors import TraceError, UnsupportedOperationError, format_error, user_location
 from . import numpy_reductions, numpy_shapes
-from .numpy_reductions import axes_of
+from .numpy_reductions import axes_of, normalize_axis_index, normalize_axis_tuple
 from .numpy_shapes import fancy_getitem, is_fancy
 from .tracer import TraceContext, Tracer, to_node
 

@@ -15,7 +15,8 @@ from __future__ import annotations
 import operator
 
 import numpy as np
-from numpy.lib.array_utils import normalize_axis_index, normalize_axis_tuple
+from numpy.exceptions import AxisError
+from numpy.lib import array_utils
 
 from ..errors import UnsupportedOperationError, format_error, user_location
 from .tracer import Tracer
@@ -26,6 +27,22 @@ _NO_VALUE = np._NoValue  # numpy's "argument not given" sentinel (initial=, wher
 def _api():
     from . import numpy_api  # the base table imports this module at its end
     return numpy_api
+
+
+def _located(fn):
+    """NumPy's axis normaliser, its AxisError extended with the user's line and advice."""
+    def normalize(*args, **kw):
+        try:
+            return fn(*args, **kw)
+        except AxisError as exc:
+            raise AxisError(format_error(str(exc), "a traced array has the dimensions of its core shape (the "
+                                         "signature), not of the batched arrays you call with",
+                                         "give an axis in [-ndim, ndim) of the core shape", user_location(3))) from None
+    return normalize
+
+
+normalize_axis_index = _located(array_utils.normalize_axis_index)
+normalize_axis_tuple = _located(array_utils.normalize_axis_tuple)
 
 
 def axes_of(axis, ndim: int) -> tuple[int, ...]:

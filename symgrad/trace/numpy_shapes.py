@@ -16,10 +16,9 @@ import operator
 import string
 
 import numpy as np
-from numpy.lib.array_utils import normalize_axis_index, normalize_axis_tuple
 
 from ..errors import TraceError, UnsupportedOperationError, format_error, user_location
-from .numpy_reductions import axes_of, unsupported_arg
+from .numpy_reductions import axes_of, normalize_axis_index, normalize_axis_tuple, unsupported_arg
 from .tracer import Tracer
 
 
