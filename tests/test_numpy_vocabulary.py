@@ -206,3 +206,19 @@ def test_vocabulary_under_batching_and_jacobian():
     Jref = np.stack([np.asarray(jax.jacobian(lambda x: jnp.cumsum(x[jnp.array([2, 0, 1])]) * jnp.max(x)
                                              + jnp.pad(x, 1)[1:-1])(jnp.asarray(x))) for x in xs])
     np.testing.assert_allclose(J, Jref, rtol=1e-12, atol=1e-14)
+
+
+def test_symbolic_display_of_the_new_primitives():
+    """symgrad.trace(...).expr evaluates take, cumsum and max on SymPy values (no compilation)."""
+    t = sg.trace(lambda x: np.sum(np.cumsum(x[[0, 2, 2]])) + np.max(x), np.ones(3), signature="(n)->()")
+    text = str(t.expr)
+    assert "Max(x[0], x[1], x[2])" in text and "3*x[0]" in text and "3*x[2]" in text
+    assert str(t.grad_expr()).count("Piecewise") >= 3  # the tie-splitting weights
+
+
+def test_reductions_of_empty_axes_follow_numpy():
+    assert sg.trace(lambda x: np.max(x[:0], initial=-1.0) + np.sum(x), np.ones(3),
+                    signature="(n)->()").expr is not None
+    with pytest.raises(ValueError, match="zero-size array to reduction operation max"):
+        sg.trace(lambda x: np.max(x[:0]), np.ones(3), signature="(n)->()")
+    assert str(sg.trace(lambda x: np.prod(x[:0]) * x[0], np.ones(3), signature="(n)->()").expr) == "x[0]"

@@ -81,6 +81,9 @@ def _extreme(op: str, combine: str, name: str):
         axes = axes_of(axis, x.ndim)
         if initial is _NO_VALUE and any(x.shape[i] == 0 for i in axes):
             raise ValueError(f"zero-size array to reduction operation {name} which has no identity")
+        if initial is not _NO_VALUE and any(x.shape[i] == 0 for i in axes):  # nothing but the initial value
+            shape = tuple(d for i, d in enumerate(x.shape) if i not in axes)
+            return _keep(ctx, ctx.apply("broadcast_to", initial, params=(shape,)), x, axes, keepdims)
         res = ctx.apply(op, x, params=(axes,)) if axes else x
         if initial is not _NO_VALUE:
             res = ctx.apply(combine, res, initial)

@@ -250,6 +250,8 @@ def einsum(ctx, subscripts, *operands, **kw):
     if out is None:  # NumPy's implicit output: letters seen once, sorted
         joined = "".join(terms)
         out = "".join(sorted(c for c in set(joined) if joined.count(c) == 1))
+    if len(set(out)) != len(out) or not set(out) <= set("".join(terms)):
+        raise ValueError(f"einsum: output subscripts {out!r} must be distinct letters that appear in the inputs")
     used = "".join(dict.fromkeys("".join(terms) + out))
     if not all(c in string.ascii_letters for c in used) or len(used) > 26:
         raise unsupported_arg("einsum", f"subscripts {subscripts!r}", "use at most 26 distinct letters")
@@ -353,7 +355,16 @@ def _reject_traced_function(name, advice):
     return build
 
 
+def _truth(name):
+    def build(ctx, a, axis=None, out=None, keepdims=False, **kw):
+        if out is not None or kw:
+            raise unsupported_arg(name, "out= or where=", f"call np.{name}(mask) on a constant mask")
+        return getattr(_t(ctx, a), name)(axis=axis, keepdims=keepdims)
+    return build
+
+
 FUNCTIONS = {
+    np.all: _truth("all"), np.any: _truth("any"),
     np.take: take, np.take_along_axis: take_along_axis, np.pad: pad, np.diag: diag, np.diagonal:
     lambda c, a, offset=0, axis1=0, axis2=1: _rearrange(c, a, lambda ids: np.diagonal(ids, offset, axis1, axis2)),
     np.trace: trace, np.triu: _tri(np.triu), np.tril: _tri(np.tril), np.swapaxes: swapaxes,

@@ -22,7 +22,8 @@ from ..ops import OpDef, register
 
 
 def _int_index(idx) -> np.ndarray:
-    return np.asarray(idx).astype(np.int64)
+    """Index values as ints (float64 constants, or SymPy integers when evaluated symbolically)."""
+    return np.array([int(v) for v in np.asarray(idx).reshape(-1)], dtype=np.int64)
 
 
 def _infer_take(nodes, params):
@@ -43,8 +44,8 @@ def _infer_take_add(nodes, params):
 
 
 def _numpy_take_add(v, idx, axis, n):
-    v = np.asarray(v, dtype=np.float64)
-    out = np.zeros(v.shape[:axis] + (n,) + v.shape[axis + 1:])
+    v = np.asarray(v)  # float64, or SymPy objects for display (symgrad.trace(...).expr)
+    out = np.zeros(v.shape[:axis] + (n,) + v.shape[axis + 1:], dtype=v.dtype if v.dtype == object else np.float64)
     np.add.at(np.moveaxis(out, axis, 0), _int_index(idx), np.moveaxis(v, axis, 0))
     return out
 

@@ -16,6 +16,7 @@ tangent.  Tangents and cotangents carry ``nb`` leading batch axes (see ``structu
 from __future__ import annotations
 
 import numpy as np
+import sympy as sp
 
 from ..ops import OpDef, register
 
@@ -77,9 +78,22 @@ def _emit_reduce(keeps: str):
     return emit
 
 
-def _reduction(name: str, np_fn, keeps: str, which: str):
+def _reference(np_fn, sp_fn):
+    """NumPy's reduction on floats; SymPy's Max/Min, one axis at a time, on symbolic (object) arrays."""
+    def evaluate(x, axes):
+        x = np.asarray(x)
+        if x.dtype != object:
+            return np_fn(x, axis=axes)
+        pair = np.frompyfunc(sp_fn, 2, 1)
+        for a in sorted(axes, reverse=True):
+            x = pair.reduce(x, axis=a)
+        return np.asarray(x, dtype=object)
+    return evaluate
+
+
+def _reduction(name: str, np_fn, sp_fn, keeps: str, which: str):
     return OpDef(
-        name=name, infer=_infer_reduce, numpy=lambda x, axes: np_fn(x, axis=axes), emit=_emit_reduce(keeps),
+        name=name, infer=_infer_reduce, numpy=_reference(np_fn, sp_fn), emit=_emit_reduce(keeps),
         jvp=_jvp_reduce, vjp=_vjp_reduce,
         simplify=lambda g, args, p, shape: args[0] if not p[0] else None,
         kink=f"ties: the derivative is split equally among the tied {which} (as JAX does)",
@@ -87,14 +101,14 @@ def _reduction(name: str, np_fn, keeps: str, which: str):
     )
 
 
-register(_reduction("amax", np.max, "<=", "maxima"))
-register(_reduction("amin", np.min, ">=", "minima"))
+register(_reduction("amax", np.max, sp.Max, "<=", "maxima"))
+register(_reduction("amin", np.min, sp.Min, ">=", "minima"))
 
 
 # -- cumulative sum ------------------------------------------------------------------------
 
 def _numpy_cumsum(x, axis, reverse):
-    x = np.asarray(x, dtype=np.float64)
+    x = np.asarray(x)  # float64, or SymPy objects for display
     if reverse:
         return np.flip(np.cumsum(np.flip(x, axis), axis=axis), axis)
     return np.cumsum(x, axis=axis)
