@@ -4,8 +4,8 @@ Each entry of :data:`FUNCTIONS` maps a numpy function to a builder composed from
 primitives.  Where a composition is exact and O(1) graph nodes it is used (``var``
 is ``sum((x - mean)^2) / (n - ddof)`` as NumPy computes it); ``amax``/``amin``
 and ``cumsum`` are primitives (:mod:`symgrad.ir.rules.reductions`).  ``prod`` and
-``cumprod`` unroll one multiplication per element along the axis (O(n) nodes of
-array size), which keeps the derivative exact when an element is zero.
+``cumprod`` are log-depth trees of multiplications of slices (O(log n) graph nodes),
+which keeps the derivative exact when an element is zero.
 
 Axis arguments are validated as NumPy does: an out-of-range axis raises
 ``numpy.exceptions.AxisError`` and negative axes count from the end.
@@ -171,21 +171,35 @@ def _along(ctx, x, axis):
     return x, ax
 
 
+def _slice(ctx, x, ax, start, stop):
+    return ctx.apply("getitem", x, params=((("s", None, None, None),) * ax + (("s", start, stop, None),),))
+
+
+def _prod_axis(ctx, x, ax):
+    """Product along ``ax`` by halving: ``x[:h] * x[h:2h]`` (odd tail carried), log2(n) levels of nodes."""
+    while x.shape[ax] > 1:
+        n, h = x.shape[ax], x.shape[ax] // 2
+        y = ctx.apply("mul", _slice(ctx, x, ax, 0, h), _slice(ctx, x, ax, h, 2 * h))
+        x = _api().concatenate(ctx, [y, _slice(ctx, x, ax, 2 * h, n)], axis=ax) if n % 2 else y
+    pre = (("s", None, None, None),) * ax
+    return ctx.apply("getitem", x, params=(pre + (0,),))
+
+
 def prod(ctx, a, axis=None, dtype=None, out=None, keepdims=False, initial=_NO_VALUE, where=_NO_VALUE):
-    """np.prod: one multiplication per element along each reduced axis (exact derivative at zeros)."""
+    """np.prod by pairwise halving: O(log n) graph nodes, only multiplications (exact derivative at zeros).
+
+    The rounding order is a pairwise tree, so results may differ from NumPy's in the last bits.
+    """
     _reject("prod", out=out, where=where)
     api = _api()
     x = api._as_tracer(ctx, a)
     axes = axes_of(axis, x.ndim)
     res = x
     for ax in reversed(axes):  # reduce the last axes first, so earlier axis numbers stay valid
-        n = res.shape[ax]
-        pre = (("s", None, None, None),) * ax
-        acc = None
-        for i in range(n):
-            term = ctx.apply("getitem", res, params=(pre + (i,),))
-            acc = term if acc is None else ctx.apply("mul", acc, term)
-        res = acc if acc is not None else api._as_tracer(ctx, np.ones(res.shape[:ax] + res.shape[ax + 1:]))
+        if res.shape[ax] == 0:
+            res = api._as_tracer(ctx, np.ones(res.shape[:ax] + res.shape[ax + 1:]))
+        else:
+            res = _prod_axis(ctx, res, ax)
     if initial is not _NO_VALUE:
         res = ctx.apply("mul", res, initial)
     return _keep(ctx, res, x, axes, keepdims)
@@ -201,19 +215,23 @@ def cumsum(ctx, a, axis=None, dtype=None, out=None):
 
 
 def cumprod(ctx, a, axis=None, dtype=None, out=None):
-    """np.cumprod: running products, one multiplication per element (exact derivative at zeros)."""
+    """np.cumprod as a log-depth scan (Hillis & Steele 1986): ``y[k] *= y[k - s]`` for s = 1, 2, 4, ...
+
+    O(log n) graph nodes and O(n log n) multiplications, only multiplications, so the
+    derivative stays exact when an element is zero; rounding may differ from NumPy's
+    sequential order in the last bits.
+    """
     _reject("cumprod", out=out)
     api = _api()
     x, ax = _along(ctx, a, axis)
     if x.ndim == 0:
         return api.reshape(ctx, x, (1,))
-    pre = (("s", None, None, None),) * ax
-    parts, acc = [], None
-    for i in range(x.shape[ax]):
-        term = ctx.apply("getitem", x, params=(pre + (("s", i, i + 1, None),),))
-        acc = term if acc is None else ctx.apply("mul", acc, term)
-        parts.append(acc)
-    return api.concatenate(ctx, parts, axis=ax) if parts else x
+    n, s = x.shape[ax], 1
+    while s < n:
+        y = ctx.apply("mul", _slice(ctx, x, ax, s, n), _slice(ctx, x, ax, 0, n - s))
+        x = api.concatenate(ctx, [_slice(ctx, x, ax, 0, s), y], axis=ax)
+        s *= 2
+    return x
 
 
 def diff(ctx, a, n=1, axis=-1, prepend=_NO_VALUE, append=_NO_VALUE):
