@@ -222,3 +222,22 @@ def test_reductions_of_empty_axes_follow_numpy():
     with pytest.raises(ValueError, match="zero-size array to reduction operation max"):
         sg.trace(lambda x: np.max(x[:0]), np.ones(3), signature="(n)->()")
     assert str(sg.trace(lambda x: np.prod(x[:0]) * x[0], np.ones(3), signature="(n)->()").expr) == "x[0]"
+
+
+def test_special_points_match_jax():
+    """Sample points and ends of interp, NaN inputs, zero variance: the same numbers as JAX (x64)."""
+    xp_, fp_ = [-1.0, 0.0, 0.5, 2.0], [0.0, 1.0, -1.0, 3.0]
+
+    def interp(m):
+        return lambda x: m.interp(x, m.array(xp_), m.array(fp_))
+    x = np.array([-2.0, -1.0, 0.0, 0.5, 2.0, 3.0, np.nan])
+    out, tangent = sg.jvp(interp(np), (x,), (np.ones_like(x),), signature="(n)->(n)", stabilize=False)
+    np.testing.assert_array_equal(out, np.interp(x, xp_, fp_))  # exact, NaN in place
+    np.testing.assert_allclose(tangent, jax.jvp(interp(jnp), (x,), (jnp.ones_like(x),))[1], rtol=1e-15)
+    cases = [(lambda m: lambda x: m.max(x), [1.0, np.nan, 2.0]),            # NaN max: NaN derivatives
+             (lambda m: lambda x: m.std(x), [1.0, 1.0, 1.0]),               # zero variance: NaN
+             (lambda m: lambda x: m.nanmean(x) + m.nansum(x), [1.0, np.nan, 2.0])]
+    for prog, point in cases:
+        point = np.array(point)
+        got = sg.grad(prog(np), signature="(n)->()", stabilize=False)(point)
+        np.testing.assert_allclose(got, jax.grad(prog(jnp))(jnp.asarray(point)), rtol=1e-15)

@@ -294,7 +294,8 @@ def interp(ctx, x, xp, fp, left=None, right=None, period=None):
 
     Piecewise linear: ``fp[j] + (x - xp[j]) * (fp[j+1] - fp[j]) / (xp[j+1] - xp[j])`` on
     ``xp[j] <= x < xp[j+1]`` (NumPy's formula), ``left``/``right`` outside, NaN for NaN.
-    At a sample point the derivative is the right-hand slope.  One ``where`` per segment.
+    At an interior sample point the derivative is the right-hand slope, at ``xp[-1]`` the
+    left-hand one (JAX's convention, ``jnp.interp``).  One ``where`` per segment.
     """
     if isinstance(xp, Tracer):
         raise UnsupportedOperationError(format_error(
@@ -310,12 +311,18 @@ def interp(ctx, x, xp, fp, left=None, right=None, period=None):
     x = api._as_tracer(ctx, x)
     f = [ctx.apply("getitem", fpt, params=((j,),)) for j in range(xp.size)]
     res = f[-1] if right is None else api._as_tracer(ctx, right)
+    if xp.size == 1:
+        last = ctx.apply("add", f[0], ctx.apply("mul", x, 0.0))
     for j in range(xp.size - 2, -1, -1):
         slope = ctx.apply("div", ctx.apply("sub", f[j + 1], f[j]), float(xp[j + 1] - xp[j]))
         seg = ctx.apply("add", f[j], ctx.apply("mul", ctx.apply("sub", x, float(xp[j])), slope))
+        if j == xp.size - 2:  # at xp[-1]: the value fp[-1] exactly, the slope from the left (as JAX)
+            last = seg
+            end = ctx.apply("add", f[j + 1], ctx.apply("mul", ctx.apply("sub", x, float(xp[j + 1])), slope))
+            res = ctx.apply("where", ctx.apply("eq", x, float(xp[j + 1])), end, res)
         res = ctx.apply("where", ctx.apply("lt", x, float(xp[j + 1])), seg, res)
     res = ctx.apply("where", ctx.apply("lt", x, float(xp[0])), f[0] if left is None else left, res)
-    return ctx.apply("where", _not_nan(ctx, x), res, x)
+    return ctx.apply("where", _not_nan(ctx, x), res, last)  # NaN in, NaN out (the last segment's slope, as JAX)
 
 
 def polyval(ctx, p, x):

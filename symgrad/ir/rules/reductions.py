@@ -3,7 +3,7 @@
 ``amax(x; axes)`` is ``np.max(x, axis=axes)`` (NaN propagates, as in NumPy).  Its
 derivative follows JAX (``jax/_src/lax/lax.py``, ``_reduce_chooser_jvp_rule``): the
 tangent is split equally among tied maxima, so
-``grad(max)([1, 2, 2]) == [0, 0.5, 0.5]``.  With ``w = (x == max) / count(x == max)``
+``grad(max)([1, 2, 2]) == [0, 0.5, 0.5]``; a NaN maximum gives NaN derivatives, as in JAX.  With ``w = (x == max) / count(x == max)``
 the JVP is ``sum(w * x_dot, axes)`` and the VJP ``w * out_bar`` (broadcast back); both
 are built from existing primitives, so ``amax`` itself needs only its value and loop.
 ``amin`` is the same with ``<=`` reversed.
@@ -36,7 +36,8 @@ def _weights(g, node):
     out_b = g.apply("reshape", node.id, params=(keep,))
     mask = g.apply("where", g.apply("eq", x, out_b), g.const(1.0), g.const(0.0))
     count = g.apply("reshape", g.apply("sum", mask, params=(axes,)), params=(keep,))
-    return g.apply("div", mask, count)
+    # a NaN maximum matches no element: every weight is NaN, as in JAX (not 0)
+    return g.apply("where", g.apply("eq", out_b, out_b), g.apply("div", mask, count), g.const(np.nan))
 
 
 def _jvp_reduce(g, node, t, nb):
@@ -125,7 +126,7 @@ def _emit_cumsum(ctx, node, a):
         pad += "    "
     n = shape[axis]
     pos = f"{n - 1} - _i{axis}" if reverse else f"_i{axis}"
-    prev = f"{n} - _i{axis}" if reverse else f"_i{axis} - 1"
+    prev = "_p + 1" if reverse else "_p - 1"
     here = [f"_i{k}" if k != axis else "_p" for k in range(len(shape))]
     before = [f"_i{k}" if k != axis else prev for k in range(len(shape))]
     h, b = ", ".join(here), ", ".join(before)
