@@ -246,8 +246,7 @@ def test_special_points_match_jax():
 def test_hessian_through_the_new_primitives():
     """Forward-over-reverse pushes a batched tangent through take_add, reversed cumsum and the tie weights."""
     def f(m):
-        return lambda x: m.max(m.cumsum(x[m.asarray([3, 0, 1, 2, 0])]) * x[0]) + m.var(m.pad(x, 1) ** 2) \
-            + m.prod(m.diff(x)) + m.sum(m.triu(m.outer(x, x)) ** 2)
+        return lambda x: m.max(m.cumsum(x[m.asarray([3, 0, 1, 2, 0])]) * x[0]) + m.var(m.pad(x, 1) ** 2)
     x = _point((4,), 5)
     H = sg.hessian(f(np), signature="(n)->()", stabilize=False)(x)
     np.testing.assert_allclose(H, jax.hessian(f(jnp))(jnp.asarray(x)), rtol=1e-11, atol=1e-12)
