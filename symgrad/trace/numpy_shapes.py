@@ -43,10 +43,18 @@ def _constant_index(value, what: str):
     return value
 
 
+_MAX_GATHER = 2 ** 24  # index constants reach float32 kernels as float32
+
+
 def gather(ctx, x, positions: np.ndarray) -> Tracer:
     """``x.ravel()[positions]`` with NumPy's result shape (``positions``: a constant int array)."""
     x = _t(ctx, x)
     positions = np.asarray(positions)
+    if x.size > _MAX_GATHER:
+        raise UnsupportedOperationError(format_error(
+            f"indexing with an index array into a traced array of {x.size} elements", "index arrays are passed "
+            "to the float32 kernel as float32, which holds integers exactly only up to 2**24",
+            "index with slices, or split the array", user_location(4)))
     flat = _api().reshape(ctx, x, (-1,)) if x.ndim != 1 else x
     idx = ctx.graph.const(positions.reshape(-1).astype(np.float64))
     out = ctx.wrap(ctx.graph.apply("take", flat.id, idx, params=(0,)))
