@@ -1,7 +1,8 @@
 """How NumPy ufuncs and functions map onto symgrad primitives while tracing.
 
 Two tables: ``UFUNCS`` (ufunc -> builder) and ``FUNCTIONS`` (``np.sum``,
-``np.where``, ``np.dot`` ...).  A ufunc or function missing from both raises
+``np.where``, ``np.dot`` ...; the reductions of :mod:`.numpy_reductions` and the
+shape functions of :mod:`.numpy_shapes` are merged into it).  A ufunc or function missing from both raises
 :class:`UnsupportedOperationError` naming it, so a gap is never silent.
 """
 from __future__ import annotations
