@@ -20,9 +20,13 @@ from numpy.exceptions import AxisError
 import symgrad as sg
 from symgrad.errors import TraceError, UnsupportedOperationError
 
-jax = pytest.importorskip("jax")
-jax.config.update("jax_enable_x64", True)
-jnp = jax.numpy
+try:  # the derivative reference; the tests that need it skip without it (pip install jax)
+    import jax
+    import jax.numpy as jnp
+    jax.config.update("jax_enable_x64", True)
+except ImportError:
+    jax = jnp = None
+needs_jax = pytest.mark.skipif(jax is None, reason="JAX (x64) is the derivative reference")
 
 MASK = np.array([True, False, True, True, False, True])
 IDX = np.array([[0, 2], [5, 5]])
@@ -80,6 +84,7 @@ def _point(shape, seed):
     return rng.standard_normal(shape)
 
 
+@needs_jax
 @pytest.mark.parametrize("name,prog,sig,shape", CASES, ids=[c[0] for c in CASES])
 def test_value_vjp_jvp_match_numpy_and_jax(name, prog, sig, shape):
     f_np, f_jax = prog(np), prog(jnp)
@@ -101,6 +106,7 @@ def test_value_vjp_jvp_match_numpy_and_jax(name, prog, sig, shape):
     assert np.vdot(w, jv) == pytest.approx(np.vdot(jtw, v), rel=1e-10, abs=1e-12)
 
 
+@needs_jax
 def test_ties_split_the_derivative_equally_as_in_jax():
     x = np.array([[1.0, 3.0, 3.0, -2.0], [0.5, 0.5, 0.5, 0.5], [-1.0, 2.0, -1.0, 0.0]])
 
@@ -195,6 +201,7 @@ def test_negative_axes_are_normalised():
     np.testing.assert_allclose(f(x), 2 * x.sum(-1) + x.max(-1) - x.sum(-1) + x.sum(-1), rtol=1e-12)
 
 
+@needs_jax
 def test_vocabulary_under_batching_and_jacobian():
     """Leading batch axes and the identity-seeded Jacobian pass (nb = 1) through the new primitives."""
     def f(x):
@@ -224,6 +231,7 @@ def test_reductions_of_empty_axes_follow_numpy():
     assert str(sg.trace(lambda x: np.prod(x[:0]) * x[0], np.ones(3), signature="(n)->()").expr) == "x[0]"
 
 
+@needs_jax
 def test_special_points_match_jax():
     """Sample points and ends of interp, NaN inputs, zero variance: the same numbers as JAX (x64)."""
     xp_, fp_ = [-1.0, 0.0, 0.5, 2.0], [0.0, 1.0, -1.0, 3.0]
@@ -243,6 +251,7 @@ def test_special_points_match_jax():
         np.testing.assert_allclose(got, jax.grad(prog(jnp))(jnp.asarray(point)), rtol=1e-15)
 
 
+@needs_jax
 def test_hessian_through_the_new_primitives():
     """Forward-over-reverse pushes a batched tangent through take_add, reversed cumsum and the tie weights."""
     def f(m):
