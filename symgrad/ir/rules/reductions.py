@@ -3,7 +3,8 @@
 ``amax(x; axes)`` is ``np.max(x, axis=axes)`` (NaN propagates, as in NumPy).  Its
 derivative follows JAX (``jax/_src/lax/lax.py``, ``_reduce_chooser_jvp_rule``): the
 tangent is split equally among tied maxima, so
-``grad(max)([1, 2, 2]) == [0, 0.5, 0.5]``; a NaN maximum gives NaN derivatives, as in JAX.  With ``w = (x == max) / count(x == max)``
+``grad(max)([1, 2, 2]) == [0, 0.5, 0.5]``; a NaN maximum gives NaN derivatives, as in JAX.
+With ``w = (x == max) / count(x == max)``
 the JVP is ``sum(w * x_dot, axes)`` and the VJP ``w * out_bar`` (broadcast back); both
 are built from existing primitives, so ``amax`` itself needs only its value and loop.
 ``amin`` is the same with ``<=`` reversed.
