@@ -154,8 +154,20 @@ def uses_floor(x):
     return np.floor(x) * x
 
 
-def uses_max(v):
-    return np.max(v)
+def uses_median(v):
+    return np.median(v)
+
+
+def sums_axis_2(m):
+    return np.sum(m, axis=2)
+
+
+def argmax_traced(v):
+    return v[np.argmax(v)]
+
+
+def masks_traced(v):
+    return np.sum(v[v > 0])
 
 
 def uses_inv(m):
@@ -354,6 +366,12 @@ section(
     Case("index-with-traced", "`v[v[0]]` (a traced index)",
          lambda: sg.jit(index_with_traced, signature="(n)->()")(np.ones(3)), sg.TraceError,
          ("cannot index with a traced value", "v[v[0]]", "np.where with a mask")),
+    Case("index-traced-mask", "`v[v > 0]` (a traced boolean mask)",
+         lambda: sg.grad(masks_traced, signature="(n)->()")(np.ones(3)), sg.TraceError,
+         ("cannot index with a traced value", "v[v > 0]", "np.where with a mask")),
+    Case("axis-out-of-range", "`np.sum(m, axis=2)` on a 2-D core",
+         lambda: sg.jit(sums_axis_2, signature="(m,n)->()")(np.ones((2, 3))), np.exceptions.AxisError,
+         ("axis 2 is out of bounds for array of dimension 2", "np.sum(m, axis=2)", "give an axis in [-ndim, ndim)")),
     Case("setitem", "`v[0] = 1.0` on a traced array", lambda: sg.grad(assigns, signature="(n)->()")(np.ones(3)),
          sg.TraceError, ("cannot assign into a traced array", "v[0] = 1.0", "np.concatenate")),
     Case("ufunc-out", "`np.exp(v, out=v)`", lambda: sg.jit(writes_out, signature="(n)->()")(np.ones(3)),
@@ -372,8 +390,12 @@ section(
          sg.UnsupportedOperationError, ("numpy.fft.fft has no symgrad rule", "uses_fft", "custom_gradient")),
     Case("np-sort", "`np.sort`", lambda: sg.grad(uses_sort, signature="(n)->()")(np.ones(3)),
          sg.UnsupportedOperationError, ("numpy.sort has no symgrad rule", "np.sort(v)", "custom_gradient")),
-    Case("np-max", "`np.max` (a reduction with no rule)", lambda: sg.grad(uses_max, signature="(n)->()")(np.ones(3)),
-         sg.UnsupportedOperationError, ("numpy.max has no symgrad rule", "np.max(v)", "supported numpy")),
+    Case("np-median", "`np.median` (a reduction with no rule)",
+         lambda: sg.grad(uses_median, signature="(n)->()")(np.ones(3)),
+         sg.UnsupportedOperationError, ("numpy.median has no symgrad rule", "np.median(v)", "supported numpy")),
+    Case("argmax-traced", "`v[np.argmax(v)]` (a position that depends on the input)",
+         lambda: sg.grad(argmax_traced, signature="(n)->()")(np.ones(3)), sg.UnsupportedOperationError,
+         ("numpy.argmax of a traced value", "v[np.argmax(v)]", "np.take_along_axis with a constant index")),
     Case("np-floor", "`np.floor` (a ufunc with no rule)", lambda: sg.grad(uses_floor)(1.5),
          sg.UnsupportedOperationError, ("ufunc numpy.floor", "np.floor(x) * x", "custom_gradient")),
     Case("np-linalg-inv", "`np.linalg.inv`", lambda: sg.jit(uses_inv, signature="(n,n)->()")(np.eye(2)),
