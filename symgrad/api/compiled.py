@@ -27,6 +27,7 @@ from ..runtime.gufunc import PLAIN_TYPES
 from ..trace.tracer import Tracer
 from .build import build_kernel
 from .stabilize_pass import budget_of, stabilize_kernel
+from .shift_pass import shift_reductions
 
 __version_header__ = "symgrad"
 # Tracing, differentiating and loading run under one re-entrant lock: nested transformations build
@@ -182,9 +183,12 @@ class Compiled:
         kname = f"{program.name}_{self.kind}"
         module = cached_module(kname, key)
         if module is None:
+            shifted = []
+            if self.stabilize:  # log-sum-exp/softmax across a reduction, before differentiation
+                program.outputs, shifted = shift_reductions(program.graph, program.outputs)
             built = build_kernel(program, self.kind, wrt, self.parallel)
             _warn_if_large(program, built.kernel)
-            header = _header(program, self.kind)
+            header = _header(program, self.kind) + shifted
             if self.stabilize:
                 header += stabilize_kernel(program.graph, built.kernel, budget_of(self.stabilize))
             module = load_module(kname, key, emit_module(program.graph, [built.kernel], header))

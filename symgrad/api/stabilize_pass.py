@@ -174,6 +174,8 @@ def stabilize_kernel(g: Graph, kernel: KernelDef, budget_s: float | None = None)
             continue
         if res.budget_exhausted:
             header.append(f"stabilize: {name}: search stopped at the {budget_s:g} s budget")
+        if res.acceptance:
+            header.append(f"stabilize: {name}: {res.acceptance}")
         records = list(res.records)
         if res.widen_float32 and (root not in names or not _scalar_cores(kernel)):
             records.pop()  # only whole scalar-core kernels compute their float32 in float64

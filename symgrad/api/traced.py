@@ -21,6 +21,7 @@ from ..transforms.higher import gradient_nodes
 from .build import build_kernel
 from .compiled import _header, normalize_argnums
 from .stabilize_pass import stabilize_kernel
+from .shift_pass import shift_reductions
 
 
 def _symbols(name: str, shape: tuple) -> np.ndarray:
@@ -141,8 +142,11 @@ class Traced:
             p = self.program
             wrt = list(range(len(p.inputs))) if kind in ("jit", "vjp", "jvp") else self._wrt(argnums)
             fresh = trace_program(self.fun, self.args, [p.graph.shape(i) for i in p.inputs])
+            shifted = []
+            if stabilize:
+                fresh.outputs, shifted = shift_reductions(fresh.graph, fresh.outputs)
             built = build_kernel(fresh, kind, wrt)
-            header = _header(fresh, kind)
+            header = _header(fresh, kind) + shifted
             if stabilize:
                 header += stabilize_kernel(fresh.graph, built.kernel)
             cached = self._kernels[key] = (fresh, built.kernel, header)

@@ -38,6 +38,24 @@ def _log1p(node):
     return []
 
 
+def _log1p_shift(node):
+    """log(A) -> log1p(A - 1) for a sum A with no constant term (log(x + sqrt(x**2 - 1)) near x = 1).
+
+    One candidate per input ``t`` among A's terms: ``log1p((t - 1) + rest)``, the inner difference kept
+    as its own (unevaluated) sum so it is computed first -- exact (Sterbenz) where t ~ 1 --
+    instead of rounding ``t + rest`` before the 1 is taken away.
+    """
+    if node.func is not sp.log or not node.args[0].is_Add:
+        return []
+    A = node.args[0]
+    c, _ = A.as_coeff_Add()
+    if c != 0 or len(A.args) > 3:
+        return []
+    # only inputs (symbols) as ``t``: ``t - 1`` is then exact near 1; other terms (exp(u) ~ 1)
+    # are already served by expm1 and would only widen the search
+    return [log1p(sp.Add(sp.Add(t, -1, evaluate=False), A - t, evaluate=False)) for t in A.args if t.is_Symbol]
+
+
 def _expm1(node):
     if not node.is_Add:
         return []
@@ -204,6 +222,10 @@ def _pow_diff(node):
 RULES: list[Rewrite] = [
     Rewrite("log1p_from_log", _log1p, "log(1+u) loses the low bits of u when |u| << 1; log1p keeps them",
             "Goldberg 1991, Thm. 4", (sp.log(1 + x), {x: 1e-10}, "float64")),
+    Rewrite("log1p_shift", _log1p_shift,
+            "log(A) of a sum A ~ 1 rounds away A - 1; log1p(A - 1) with the 1 folded into A's terms keeps it",
+            "Goldberg 1991, Thm. 4; Sterbenz 1974 (exact subtraction)",
+            (sp.log(x + sp.sqrt((x - 1) * (x + 1))), {x: 1 + 2.0**-40}, "float64")),
     Rewrite("expm1_from_exp", _expm1, "exp(u) - 1 cancels catastrophically for |u| << 1",
             "Higham 2002, sec. 1.14.1", (sp.exp(x) - 1, {x: 1e-10}, "float64")),
     Rewrite("conjugate_sqrt", _conjugate,

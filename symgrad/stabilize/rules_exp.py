@@ -359,6 +359,19 @@ def _exp_over_expm1(node):
             if b.func is expm1 and n.is_Integer and n < 0 and b.args[0] == g.args[0]]
 
 
+def _tanh_from_sigmoid(node):
+    """k - 2k*sigmoid(u) -> -k*tanh(u/2): 1 - 2*sigmoid(u) cancels for small u, tanh(u/2) does not."""
+    if not node.is_Add:
+        return []
+    k, rest = node.as_coeff_Add()
+    out = []
+    for t in rest.args if rest.is_Add else (rest,):
+        c, r = t.as_coeff_Mul()
+        if k != 0 and c == -2 * k and r.func is sigmoid:
+            out.append(node - t - k - k * sp.tanh(r.args[0] / 2))
+    return out
+
+
 EXP_RULES = [
     Rewrite("softplus_from_log1pexp", _softplus, "exp(u) overflows for large u although log(1+exp(u)) ~ u",
             "Maechler 2012", (sp.log(1 + sp.exp(x)), {x: 1000.0}, "float64")),
@@ -399,6 +412,10 @@ EXP_RULES = [
                                        "float64")),
     Rewrite("sech2_from_tanh", _sech2, "1 - tanh(u)**2 cancels for large |u|; 4*sigmoid(2u)*sigmoid(-2u) does not",
             "Goldberg 1991, sec. 1.4", (1 - sp.tanh(x) ** 2, {x: 20.0}, "float64")),
+    Rewrite("tanh_from_sigmoid", _tanh_from_sigmoid,
+            "1 - 2*sigmoid(u) cancels for small |u| (both terms ~1); it equals -tanh(u/2), computed directly",
+            "DLMF 4.35.4 (tanh in terms of exp); Goldberg 1991, sec. 1.4",
+            (1 - 2 * sigmoid(x), {x: 1e-9}, "float64")),
     Rewrite("exp_over_expm1", _exp_over_expm1, "exp(u)/expm1(u)**n is inf/inf for large u; -1/expm1(-u) is not",
             "Goldberg 1991, sec. 1.4", (sp.exp(x) / expm1(x) ** 2, {x: 400.0}, "float64")),
 ]
