@@ -372,6 +372,45 @@ def _tanh_from_sigmoid(node):
     return out
 
 
+def _exp_from_expm1(node):
+    """k + k*expm1(u) + rest -> k*exp(u) + rest: adding the 1 back rounds away exp(u) when it is tiny."""
+    if not node.is_Add:
+        return []
+    k, rest = node.as_coeff_Add()
+    out = []
+    for t in rest.args if rest.is_Add else (rest,):
+        c, r = t.as_coeff_Mul()
+        if k != 0 and c == k and r.func is expm1:
+            out.append(node - t - k + k * sp.exp(r.args[0]))
+    return out
+
+
+def _tanh_from_sinh_cosh(node):
+    """sinh(u)**a * cosh(u)**-b -> tanh(u)**k * sinh(u)**(a-k) * cosh(u)**(k-b), k = min(a, b).
+
+    Both factors overflow for |u| > 710 (inf/inf = NaN) and their ratio rounds twice;
+    tanh(u) is bounded and computed directly.
+    """
+    if not node.is_Mul:
+        return []
+    pw = {}
+    for f in node.args:
+        bse, e = f.as_base_exp()
+        if bse.func in (sp.sinh, sp.cosh) and e.is_Integer:
+            pw[(bse.func, bse.args[0])] = (f, int(e))
+    out = []
+    for (fn, u), (f, a) in pw.items():
+        if fn is not sp.sinh or a <= 0 or (sp.cosh, u) not in pw:
+            continue
+        g, b = pw[(sp.cosh, u)]
+        if b >= 0:
+            continue
+        k = min(a, -b)
+        rest = sp.Mul(*[h for h in node.args if h is not f and h is not g])
+        out.append(rest * sp.tanh(u) ** k * sp.sinh(u) ** (a - k) * sp.cosh(u) ** (b + k))
+    return out
+
+
 EXP_RULES = [
     Rewrite("softplus_from_log1pexp", _softplus, "exp(u) overflows for large u although log(1+exp(u)) ~ u",
             "Maechler 2012", (sp.log(1 + sp.exp(x)), {x: 1000.0}, "float64")),
@@ -416,6 +455,12 @@ EXP_RULES = [
             "1 - 2*sigmoid(u) cancels for small |u| (both terms ~1); it equals -tanh(u/2), computed directly",
             "DLMF 4.35.4 (tanh in terms of exp); Goldberg 1991, sec. 1.4",
             (1 - 2 * sigmoid(x), {x: 1e-9}, "float64")),
+    Rewrite("exp_from_expm1", _exp_from_expm1,
+            "1 + expm1(u) rounds exp(u) away when exp(u) < eps (the derivative of expm1 from its output)",
+            "Higham 2002, sec. 1.14.1", (1 + expm1(x), {x: -40.0}, "float64")),
+    Rewrite("tanh_from_sinh_cosh", _tanh_from_sinh_cosh,
+            "sinh(u)/cosh(u) is inf/inf for |u| > 710 and rounds twice; tanh(u) is bounded",
+            "DLMF 4.28.4 (tanh = sinh/cosh)", (sp.sinh(x) / sp.cosh(x), {x: 800.0}, "float64")),
     Rewrite("exp_over_expm1", _exp_over_expm1, "exp(u)/expm1(u)**n is inf/inf for large u; -1/expm1(-u) is not",
             "Goldberg 1991, sec. 1.4", (sp.exp(x) / expm1(x) ** 2, {x: 400.0}, "float64")),
 ]

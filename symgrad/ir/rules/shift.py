@@ -17,6 +17,16 @@ import numpy as np
 from ..ops import OpDef, register
 
 
+def _amax(x):
+    """np.max, or SymPy's Max for the object arrays of the interpreter's symbolic mode."""
+    x = np.asarray(x)
+    if x.dtype == object:
+        import sympy as sp
+
+        return sp.Max(*x.ravel())
+    return np.max(x)
+
+
 def _infer(nodes, params):
     (x,) = nodes
     if x.kind != "f":
@@ -25,7 +35,7 @@ def _infer(nodes, params):
 
 
 register(OpDef(
-    name="shift_max", infer=_infer, numpy=lambda x: np.max(x),
+    name="shift_max", infer=_infer, numpy=_amax,
     emit=lambda ctx, node, a: f"np.max({a[0]})" if ctx.graph.shape(node.args[0]) else a[0],
     nondiff=True,
     ref="max-shift constant of log-sum-exp/softmax (Blanchard, Higham & Higham 2021, eq. 2.2); no derivative",
