@@ -411,6 +411,27 @@ def _tanh_from_sinh_cosh(node):
     return out
 
 
+def _sigmoid_from_tanh(node):
+    """k +- k*tanh(u) + rest -> 2k*sigmoid(+-2u) + rest: 1 + tanh(u) cancels for u << 0 (GELU)."""
+    if not node.is_Add:
+        return []
+    k, rest = node.as_coeff_Add()
+    out = []
+    for t in rest.args if rest.is_Add else (rest,):
+        c, r = t.as_coeff_Mul()
+        if k != 0 and abs(c) == abs(k) and r.func is sp.tanh:
+            out.append(node - t - k + 2 * k * sigmoid(2 * r.args[0] * sp.sign(c * k)))
+    return out
+
+
+def _log_cosh(node):
+    """log(cosh(u)) -> |u| + softplus(-2|u|) - log(2): cosh overflows for |u| > 710."""
+    if node.func is sp.log and node.args[0].func is sp.cosh:
+        u = sp.Abs(node.args[0].args[0])
+        return [u + softplus(-2 * u) - sp.log(2)]
+    return []
+
+
 EXP_RULES = [
     Rewrite("softplus_from_log1pexp", _softplus, "exp(u) overflows for large u although log(1+exp(u)) ~ u",
             "Maechler 2012", (sp.log(1 + sp.exp(x)), {x: 1000.0}, "float64")),
@@ -455,6 +476,14 @@ EXP_RULES = [
             "1 - 2*sigmoid(u) cancels for small |u| (both terms ~1); it equals -tanh(u/2), computed directly",
             "DLMF 4.35.4 (tanh in terms of exp); Goldberg 1991, sec. 1.4",
             (1 - 2 * sigmoid(x), {x: 1e-9}, "float64")),
+    Rewrite("sigmoid_from_tanh", _sigmoid_from_tanh,
+            "1 + tanh(u) cancels for u << 0 (tanh(u) ~ -1); it equals 2*sigmoid(2u), computed without cancellation",
+            "DLMF 4.35.4; Goldberg 1991, sec. 1.4", (1 + sp.tanh(x), {x: -15.0}, "float64")),
+    Rewrite("log_cosh", _log_cosh,
+            "cosh(u) overflows for |u| > 710 although log(cosh(u)) ~ |u| - log 2; "
+            "cosh(u) = exp(|u|) (1 + exp(-2|u|)) / 2 keeps every term bounded",
+            "DLMF 4.28.2 (cosh in terms of exp); Maechler 2012 (softplus)",
+            (sp.log(sp.cosh(x)), {x: 800.0}, "float64")),
     Rewrite("exp_from_expm1", _exp_from_expm1,
             "1 + expm1(u) rounds exp(u) away when exp(u) < eps (the derivative of expm1 from its output)",
             "Higham 2002, sec. 1.14.1", (1 + expm1(x), {x: -40.0}, "float64")),
