@@ -9,7 +9,7 @@ and statistics formulas (101 expressions).  The summary also counts the cases th
 worse than the naive formula on a fresh sample (issue 16's never-worse criterion).
 Writes ``benchmarks/results/stability.md``.
 
-Run: ``python benchmarks/bench_stability.py [--n 256] [--budget 2.0]``
+Run: ``python benchmarks/bench_stability.py [--n 256] [--budget 2.0] [--original]``
 """
 from __future__ import annotations
 
@@ -164,11 +164,11 @@ def _fresh_worse(e, vs, dom, res, dt, n):
     return bool(sb.mean() > nb.mean() + 0.5 or np.any((nb <= 1.0) & (sb > TWO_ULPS + 1e-9)))
 
 
-def run(n: int, budget: float, out: str):
+def run(n: int, budget: float, out: str, suite=None):
     rows, summary, times, wall = [], [], [], []
     n_timed = 0
     fresh_worse: list[str] = []
-    for k_expr, (name, f, vs, dom) in enumerate(SUITE):
+    for k_expr, (name, f, vs, dom) in enumerate(SUITE if suite is None else suite):
         parts = [("f", f)] + [(f"d/d{v}", sp.diff(f, v)) for v in vs]
         for part, e in parts:
             t0 = time.perf_counter()
@@ -238,5 +238,7 @@ if __name__ == "__main__":
     ap.add_argument("--n", type=int, default=256)
     ap.add_argument("--budget", type=float, default=2.0)
     ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "results", "stability.md"))
+    ap.add_argument("--original", action="store_true",
+                    help=f"only the first {N_ORIGINAL} expressions (the suite before issue 16), to compare like with like")
     args = ap.parse_args()
-    run(args.n, args.budget, args.out)
+    run(args.n, args.budget, args.out, SUITE[:N_ORIGINAL] if args.original else None)

@@ -151,11 +151,20 @@ def _lost(orig, variables, s: Sample, ob: np.ndarray, cb: np.ndarray) -> np.ndar
     """
     bad = _fails(ob, cb)
     if bad.any():
-        fn = compile_mpmath(orig, variables)
+        fn = None
         for i in np.flatnonzero(bad):
-            if cb[i] <= TWO_ULPS + _cond_bits(fn, s.X[i]):
+            key = (orig, tuple(float(v) for v in s.X[i]))
+            if key not in _COND:
+                fn = fn or compile_mpmath(orig, variables)
+                _COND[key] = _cond_bits(fn, s.X[i])
+            if cb[i] <= TWO_ULPS + _COND[key]:
                 bad[i] = False
+    if len(_COND) > 20000:
+        _COND.clear()
     return bad
+
+
+_COND: dict = {}  # (orig, point) -> log2(1 + condition number): repairs ask for the same points again
 
 
 def verdict(orig, chosen, widen, variables, samples: dict) -> Verdict:
