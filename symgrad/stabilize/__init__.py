@@ -10,7 +10,9 @@ Usage::
 The method follows Herbie (Panchekha et al., PLDI 2015): measure bits of error
 against correctly rounded mpmath references on sampled inputs, localise error,
 rewrite with a library of identities and algebraic transformations, infer
-regimes and keep the most accurate verified candidate.
+regimes and keep the most accurate verified candidate.  A final check
+(:mod:`.accept`) compares that candidate with the formula as written on fresh
+and ordinary inputs, per dtype, and repairs or reverts it when it is worse.
 
 References:
     Panchekha, Sanchez-Stern, Wilcox & Tatlock (2015), "Automatically improving
