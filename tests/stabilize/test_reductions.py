@@ -92,3 +92,10 @@ def test_float32_near_logit_100():
     ref = np.array([float(v) for v in p], dtype=np.float32)
     ok = np.abs(ref) > 1e-30
     assert np.all(ulp_bits(got[ok], ref[ok]) <= ULPS), (got, ref)
+
+
+def test_infinite_logits_keep_numpy_values():
+    f = sg.jit(lse, signature="(n)->()")
+    assert f(np.array([-np.inf, -np.inf])) == -np.inf
+    assert f(np.array([np.inf, 0.0])) == np.inf
+    assert np.isnan(f(np.array([np.nan, 0.0])))

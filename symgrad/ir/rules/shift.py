@@ -18,13 +18,15 @@ from ..ops import OpDef, register
 
 
 def _amax(x):
-    """np.max, or SymPy's Max for the object arrays of the interpreter's symbolic mode."""
+    """np.max clamped to the finite range (see :func:`_emit`), or SymPy's Max for the object
+    arrays of the interpreter's symbolic mode."""
     x = np.asarray(x)
     if x.dtype == object:
         import sympy as sp
 
         return sp.Max(*x.ravel())
-    return np.max(x)
+    big = np.finfo(x.dtype if x.dtype.kind == "f" else np.float64).max
+    return np.clip(np.max(x), -big, big)
 
 
 def _infer(nodes, params):
@@ -34,9 +36,18 @@ def _infer(nodes, params):
     return (), "f"
 
 
+def _emit(ctx, node, a):
+    """``np.max`` clamped to the finite range: an all ``-inf`` (or some ``+inf``) input must not
+    make ``u - m`` NaN; with the clamp ``log(sum(exp(u)))`` stays ``-inf`` (``+inf``) as written.
+    NaN propagates (Python's ``max``/``min`` keep a NaN first argument)."""
+    big = ctx.literal(float(np.finfo(ctx.dtype).max))
+    inner = f"np.max({a[0]})" if ctx.graph.shape(node.args[0]) else a[0]
+    return f"min(max({inner}, -{big}), {big})"
+
+
 register(OpDef(
     name="shift_max", infer=_infer, numpy=_amax,
-    emit=lambda ctx, node, a: f"np.max({a[0]})" if ctx.graph.shape(node.args[0]) else a[0],
+    emit=_emit,
     nondiff=True,
     ref="max-shift constant of log-sum-exp/softmax (Blanchard, Higham & Higham 2021, eq. 2.2); no derivative",
 ))
