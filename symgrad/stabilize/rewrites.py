@@ -150,6 +150,30 @@ def _log_diff(node):
     return out
 
 
+def _sum_to_product(node):
+    """c*sin(A) - c*sin(B) -> 2c*cos((A+B)/2)*sin((A-B)/2), c*cos(A) - c*cos(B) -> -2c*sin((A+B)/2)*sin((A-B)/2).
+
+    The difference of nearly equal sines (A ~ B) cancels; ``(A - B)/2`` is formed
+    symbolically (``(x + e) - x`` is ``e`` exactly), so no cancellation is left.
+    """
+    if not node.is_Add:
+        return []
+    terms = [(t.as_coeff_Mul(), t) for t in node.args]
+    out = []
+    for i, ((c1, r1), t1) in enumerate(terms):
+        for (c2, r2), t2 in terms[i + 1:]:
+            if r1.func is not r2.func or r1.func not in (sp.sin, sp.cos) or c1 != -c2:
+                continue
+            A, B = r1.args[0], r2.args[0]
+            half_sum, half_diff = (A + B) / 2, sp.expand(A - B) / 2
+            rest = node - t1 - t2
+            if r1.func is sp.sin:
+                out.append(rest + 2 * c1 * sp.cos(half_sum) * sp.sin(half_diff))
+            else:
+                out.append(rest - 2 * c1 * sp.sin(half_sum) * sp.sin(half_diff))
+    return out
+
+
 def _squares(t):
     """Return ``a`` with ``t == a**2`` (a**2, k*a**2 with k > 0, positive constants)."""
     c, r = coeff_and_rest(t)
@@ -244,6 +268,10 @@ RULES: list[Rewrite] = [
     Rewrite("log_difference", _log_diff,
             "log(a) - log(b) cancels when a ~ b; log(a/b) or log1p((a-b)/b) evaluates the small ratio",
             "Higham 2002, sec. 1.14", (sp.log(x + 1) - sp.log(x), {x: 1e12}, "float64")),
+    Rewrite("sum_to_product", _sum_to_product,
+            "sin(A) - sin(B) cancels for A ~ B; 2 cos((A+B)/2) sin((A-B)/2) takes the difference symbolically",
+            "DLMF 4.21.14-4.21.16 (sum-to-product); Goldberg 1991, sec. 1.4",
+            (sp.sin(x + y) - sp.sin(x), {x: 1.0, y: 1e-9}, "float64")),
     Rewrite("hypot_from_sqrt", _hypot, "a**2 + b**2 overflows/underflows long before sqrt of it does",
             "Higham 2002, sec. 27.8 (hypot); Goldberg 1991", (sp.sqrt(x**2 + y**2), {x: 1e200, y: 1e200},
                                                              "float64")),

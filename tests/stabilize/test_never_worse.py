@@ -126,3 +126,14 @@ def test_regressions_in_float32(dtype):
     got = g(pts)
     assert got.dtype == np.dtype(dtype)
     assert np.all(ulp_bits(got, ref) <= TWO_ULPS), (got, ref)
+
+
+def test_difference_of_nearly_equal_sines_by_sum_to_product():
+    # issue 16's family "sin(x + e) - sin(x), cos(x + e) - cos(x)": 20-29 bits naive
+    t = sp.Symbol("t", real=True)
+    dom = {x: (-1e4, 1e4), t: (-1e-2, 1e-2)}
+    for e in (sp.sin(x + t) - sp.sin(x), sp.cos(x + t) - sp.cos(x)):
+        res = stabilize(e, [x, t], domain=dom)
+        for dt in DTS:
+            mean_before, _, mean_after, max_after = res.bits[dt]
+            assert mean_before > 10 and mean_after < 0.5 and max_after <= TWO_ULPS, (e, dt, res.bits)
