@@ -174,6 +174,25 @@ def _sum_to_product(node):
     return out
 
 
+def _atan_difference(node):
+    """c*atan(A) - c*atan(B) -> c*atan((A - B)/(1 + A*B)), A - B formed symbolically.
+
+    Exact where 1 + A*B > 0 (the two angles then differ by less than pi/2); elsewhere the
+    identity is off by +-pi, which the equivalence check (:mod:`.verify`) rejects on the
+    sampled domain.
+    """
+    if not node.is_Add:
+        return []
+    terms = [(t.as_coeff_Mul(), t) for t in node.args]
+    out = []
+    for i, ((c1, r1), t1) in enumerate(terms):
+        for (c2, r2), t2 in terms[i + 1:]:
+            if r1.func is sp.atan and r2.func is sp.atan and c1 == -c2:
+                A, B = r1.args[0], r2.args[0]
+                out.append(node - t1 - t2 + c1 * sp.atan(sp.expand(A - B) / (1 + sp.expand(A * B))))
+    return out
+
+
 def _squares(t):
     """Return ``a`` with ``t == a**2`` (a**2, k*a**2 with k > 0, positive constants)."""
     c, r = coeff_and_rest(t)
@@ -272,6 +291,11 @@ RULES: list[Rewrite] = [
             "sin(A) - sin(B) cancels for A ~ B; 2 cos((A+B)/2) sin((A-B)/2) takes the difference symbolically",
             "DLMF 4.21.14-4.21.16 (sum-to-product); Goldberg 1991, sec. 1.4",
             (sp.sin(x + y) - sp.sin(x), {x: 1.0, y: 1e-9}, "float64")),
+    Rewrite("atan_difference", _atan_difference,
+            "atan(A) - atan(B) cancels for A ~ B (and for large A, B both near pi/2); "
+            "atan((A - B)/(1 + AB)) takes the difference symbolically",
+            "DLMF 4.24.15 (atan addition); Goldberg 1991, sec. 1.4",
+            (sp.atan(x + 1) - sp.atan(x), {x: 1e8}, "float64")),
     Rewrite("hypot_from_sqrt", _hypot, "a**2 + b**2 overflows/underflows long before sqrt of it does",
             "Higham 2002, sec. 27.8 (hypot); Goldberg 1991", (sp.sqrt(x**2 + y**2), {x: 1e200, y: 1e200},
                                                              "float64")),
