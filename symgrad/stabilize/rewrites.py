@@ -193,6 +193,32 @@ def _atan_difference(node):
     return out
 
 
+def _split_quotient(node):
+    """N/(A**2*B) -> ((N/A)/A)/B, one denominator factor at a time (kept unevaluated).
+
+    Distinct factors are already divided one at a time by the emitter, but a power of a
+    polynomial is formed first: (x**2 + 1)**2 overflows at x > 1e77 long before the
+    quotient does.  Dividing by each copy keeps every intermediate near the size of the
+    result (the generic form of ``hypot_scaled_quotient``).
+    """
+    if not node.is_Mul:
+        return []
+    num, dens, powered = [], [], False
+    for f in node.args:
+        b, e = f.as_base_exp()
+        if b.is_Add and e.is_Integer and -4 <= e < 0:
+            dens += [b] * int(-e)
+            powered = powered or e < -1
+        else:
+            num.append(f)
+    if not powered:
+        return []
+    acc = sp.Mul(*num)
+    for d in dens:
+        acc = sp.Mul(acc, sp.Pow(d, -1), evaluate=False)
+    return [acc]
+
+
 def _squares(t):
     """Return ``a`` with ``t == a**2`` (a**2, k*a**2 with k > 0, positive constants)."""
     c, r = coeff_and_rest(t)
@@ -296,6 +322,10 @@ RULES: list[Rewrite] = [
             "atan((A - B)/(1 + AB)) takes the difference symbolically",
             "DLMF 4.24.15 (atan addition); Goldberg 1991, sec. 1.4",
             (sp.atan(x + 1) - sp.atan(x), {x: 1e8}, "float64")),
+    Rewrite("split_quotient", _split_quotient,
+            "N/(A*B) overflows in A*B although N/A/B is representable; dividing one factor at a time does not",
+            "Higham 2002, sec. 27.8 (scaling to avoid overflow)",
+            ((2 * x + 1) / (x**2 + 1) ** 2, {x: 1e100}, "float64")),
     Rewrite("hypot_from_sqrt", _hypot, "a**2 + b**2 overflows/underflows long before sqrt of it does",
             "Higham 2002, sec. 27.8 (hypot); Goldberg 1991", (sp.sqrt(x**2 + y**2), {x: 1e200, y: 1e200},
                                                              "float64")),
