@@ -2,10 +2,14 @@
 
 For each expression and each partial derivative: naive vs stabilised mean/max
 bits of error in float64 and float32 (same sample points, mpmath references),
-NaN/inf counts where the reference is finite, and stabilize() time.
+NaN/inf counts where the reference is finite, and stabilize() time.  The suite: the
+original 42 expressions, the textbook cancellation problems of Hamming's chapter 3
+(as collected by Herbie/FPBench), machine-learning activations and losses, and physics
+and statistics formulas (101 expressions).  The summary also counts the cases that are
+worse than the naive formula on a fresh sample (issue 16's never-worse criterion).
 Writes ``benchmarks/results/stability.md``.
 
-Run: ``python benchmarks/bench_stability.py [--n 256] [--budget 2.0]``
+Run: ``python benchmarks/bench_stability.py [--n 256] [--budget 2.0] [--original]``
 """
 from __future__ import annotations
 
@@ -71,13 +75,100 @@ SUITE = [
     ("sqrt(1+x)-1", sp.sqrt(1 + x) - 1, [x], {x: (-1.0, 1e300)}),
     ("exp(x)/(e^x+e^y)", E(x) / (E(x) + E(y)), [x, y], None),
     ("softplus diff", sp.log(1 + E(x)) - x, [x], None),
+] + [
+    # -- textbook cancellation problems (Hamming, "Numerical Methods for Scientists and Engineers",
+    #    ch. 3, as collected in Herbie's and FPBench's suites): eps is the small variable
+    ("2sin", sp.sin(x + t) - sp.sin(x), [x, t], {x: (-1e4, 1e4), t: (-1e-2, 1e-2)}),
+    ("2cos", sp.cos(x + t) - sp.cos(x), [x, t], {x: (-1e4, 1e4), t: (-1e-2, 1e-2)}),
+    ("2tan", sp.tan(x + t) - sp.tan(x), [x, t], {x: (-1.5, 1.5), t: (-1e-3, 1e-3)}),
+    ("2cbrt", (x + 1) ** sp.Rational(1, 3) - x ** sp.Rational(1, 3), [x], {x: (1.0, 1e300)}),
+    ("2nthrt n=5", (x + 1) ** sp.Rational(1, 5) - x ** sp.Rational(1, 5), [x], {x: (1.0, 1e300)}),
+    ("2isqrt", 1 / sp.sqrt(x) - 1 / sp.sqrt(x + 1), [x], {x: (1.0, 1e300)}),
+    ("2log", sp.log(x + 1) - sp.log(x), [x], {x: (1.0, 1e300)}),
+    ("2atan", sp.atan(x + 1) - sp.atan(x), [x], {x: (1.0, 1e300)}),
+    ("3frac", 1 / (x + 1) - 2 / x + 1 / (x - 1), [x], {x: (2.0, 1e100)}),
+    ("expq2", E(x) / (E(x) - 1), [x], {x: (1e-300, 700.0)}),
+    ("expax", E(a * x) - 1, [a, x], {a: (-10.0, 10.0), x: (-1.0, 1.0)}),
+    ("logq", sp.log((1 - x) / (1 + x)), [x], {x: (-0.999, 0.999)}),
+    ("logs", (x + 1) * sp.log(x + 1) - x * sp.log(x) - 1, [x], {x: (1.0, 1e100)}),
+    ("qlog", sp.log(1 - x) / sp.log(1 + x), [x], {x: (-0.999, 0.999)}),
+    ("quadm", (-b - sp.sqrt(b**2 - 4 * a * c)) / (2 * a), [a, b, c], {a: (0.5, 2.0), b: (1.0, 1e8), c: (0.5, 2.0)}),
+    ("quadp neg b", (-b + sp.sqrt(b**2 - 4 * a * c)) / (2 * a), [a, b, c],
+     {a: (0.5, 2.0), b: (-1e8, -1.0), c: (-2.0, -0.5)}),
+    ("quad2m", (-b / 2 - sp.sqrt(b**2 / 4 - a * c)) / a, [a, b, c], {a: (0.5, 2.0), b: (1.0, 1e8), c: (0.5, 2.0)}),
+    ("sintan", (x - sp.sin(x)) / (x - sp.tan(x)), [x], {x: (1e-8, 1.5)}),
+    ("tanhf", (1 - sp.cos(x)) / sp.sin(x), [x], {x: (1e-8, 3.0)}),
+    ("sqrtexp", sp.sqrt((E(2 * x) - 1) / (E(x) - 1)), [x], {x: (1e-300, 300.0)}),
+    ("invcot", 1 / x - 1 / sp.tan(x), [x], {x: (1e-8, 1.5)}),
+    ("expq3", t * (E((a + b) * t) - 1) / ((E(a * t) - 1) * (E(b * t) - 1)), [a, b, t],
+     {a: (0.5, 2.0), b: (0.5, 2.0), t: (1e-8, 1e-2)}),
+    ("heron area", sp.sqrt((a + b + c) * (-a + b + c) * (a - b + c) * (a + b - c)) / 4, [a, b, c],
+     {a: (1.0, 2.0), b: (1.0, 2.0), c: (1.0, 2.0)}),
+    # -- machine learning activations and losses
+    ("gelu tanh", x / 2 * (1 + sp.tanh(sp.sqrt(2 / sp.pi) * (x + sp.Rational(44715, 10**6) * x**3))), [x],
+     {x: (-60.0, 60.0)}),
+    ("elu neg", E(x) - 1, [x], {x: (-1e300, 0.0)}),
+    ("mish", x * sp.tanh(sp.log(1 + E(x))), [x], {x: (-700.0, 700.0)}),
+    ("log cosh", sp.log(sp.cosh(x)), [x], None),
+    ("logistic density", E(x) / (1 + E(x)) ** 2, [x], None),
+    ("expm1(x) - x", E(x) - 1 - x, [x], {x: (-700.0, 700.0)}),
+    ("x**x", x**x, [x], {x: (1e-300, 140.0)}),
+    ("softsign", x / (1 + sp.Abs(x)), [x], None),
+    ("tanh via sigmoid", 2 / (1 + E(-2 * x)) - 1, [x], None),
+    ("log(1 - sigmoid)", sp.log(1 - 1 / (1 + E(-x))), [x], None),
+    ("BCE with logits", -y * x + sp.log(1 + E(x)), [x, y], {y: (0.0, 1.0)}),
+    ("poisson NLL logit", E(x) - y * x, [x, y], {x: (-700.0, 700.0), y: (0.0, 1e6)}),
+    ("gumbel pdf", E(-x - E(-x)), [x], {x: (-6.0, 700.0)}),
+    ("smooth hinge", sp.log(1 + E(1 - x)), [x], None),
+    ("bernoulli KL", m * sp.log(m / t) + (1 - m) * sp.log((1 - m) / (1 - t)), [m, t],
+     {m: (1e-6, 1 - 1e-6), t: (1e-6, 1 - 1e-6)}),
+    ("logit", sp.log(x / (1 - x)), [x], {x: (1e-300, 1 - 1e-16)}),
+    ("softmax 2 log", x - sp.log(E(x) + E(y)), [x, y], None),
+    ("sigmoid'", E(-x) / (1 + E(-x)) ** 2, [x], None),
+    ("cosine sim 2", (x * a + y * b) / (sp.sqrt(x**2 + y**2) * sp.sqrt(a**2 + b**2)), [x, y, a, b],
+     {x: (-1e3, 1e3), y: (-1e3, 1e3), a: (-1e3, 1e3), b: (-1e3, 1e3)}),
+    ("log1p(x^2)", sp.log(1 + x**2), [x], None),
+    ("entropy term", -x * sp.log(x) - (1 - x) * sp.log(1 - x), [x], {x: (1e-300, 1 - 1e-16)}),
+    # -- physics and statistics
+    ("velocity addition", (x + y) / (1 + x * y), [x, y], {x: (-0.999, 0.999), y: (-0.999, 0.999)}),
+    ("lorentz gamma - 1", 1 / sp.sqrt(1 - x**2) - 1, [x], {x: (0.0, 0.999)}),
+    ("bose-einstein", 1 / (E(x) - 1), [x], {x: (1e-300, 700.0)}),
+    ("exp log-likelihood", sp.log(m) - m * x, [m, x], {m: (1e-300, 1e300), x: (0.0, 1e6)}),
+    ("variance of 2", (x**2 + y**2) / 2 - ((x + y) / 2) ** 2, [x, y], {x: (-1e100, 1e100), y: (-1e100, 1e100)}),
+    ("compound interest", (1 + x) ** 100 - 1, [x], {x: (-0.5, 0.5)}),
+    ("law of cosines", sp.sqrt(a**2 + b**2 - 2 * a * b * sp.cos(t)), [a, b, t],
+     {a: (0.5, 2.0), b: (0.5, 2.0), t: (1e-8, 1.0)}),
+    ("haversine", sp.sin(t / 2) ** 2, [t], {t: (-10.0, 10.0)}),
+    ("gaussian entropy", sp.log(2 * sp.pi * sp.E * x**2) / 2, [x], {x: (1e-150, 1e150)}),
+    ("student-t kernel", sp.log(1 + x**2 / m), [x, m], {x: (-1e100, 1e100), m: (0.5, 100.0)}),
+    ("wien approx", x**3 * E(-x), [x], {x: (0.0, 800.0)}),
+    ("fermi deriv", E(x) / (E(x) + 1) ** 2, [x], None),
+    ("stirling term", x * sp.log(x) - x + sp.log(2 * sp.pi * x) / 2, [x], {x: (1.0, 1e300)}),
+    ("michaelis-menten", x / (m + x), [x, m], {x: (0.0, 1e300), m: (1e-300, 1e300)}),
+    ("arrhenius ratio", E(-a / x) - E(-a / y), [a, x, y], {a: (1.0, 10.0), x: (1.0, 1e3), y: (1.0, 1e3)}),
 ]
 
 
-def run(n: int, budget: float, out: str):
+N_ORIGINAL = 42  # the suite's first 42 expressions: the set measured before issue 16 (compare like with like)
+TWO_ULPS = float(np.log2(3.0))
+
+
+def _fresh_worse(e, vs, dom, res, dt, n):
+    """Issue 16's never-worse criterion on a fresh sample (seed 1, which the search never saw):
+    mean more than 0.5 bit above the naive formula, or a point where the naive formula is within
+    1 ulp and the stabilised kernel beyond 2 ulps."""
+    s = make_sample(e, vs, dt, domain=dom, n=n, seed=1)
+    if not len(s.X):
+        return False
+    nb, sb = point_bits(e, vs, s), ulp_bits(res.evaluate(vs, s.X, dt), s.ref)
+    return bool(sb.mean() > nb.mean() + 0.5 or np.any((nb <= 1.0) & (sb > TWO_ULPS + 1e-9)))
+
+
+def run(n: int, budget: float, out: str, suite=None):
     rows, summary, times, wall = [], [], [], []
     n_timed = 0
-    for name, f, vs, dom in SUITE:
+    fresh_worse: list[str] = []
+    for k_expr, (name, f, vs, dom) in enumerate(SUITE if suite is None else suite):
         parts = [("f", f)] + [(f"d/d{v}", sp.diff(f, v)) for v in vs]
         for part, e in parts:
             t0 = time.perf_counter()
@@ -96,7 +187,9 @@ def run(n: int, budget: float, out: str):
                 nb, sb = point_bits(e, vs, s), ulp_bits(res.evaluate(vs, s.X, dt), s.ref)  # as the kernel computes
                 cells.append((nb.mean(), nb.max(), sb.mean(), sb.max(), int((nb >= 31.99).sum()),
                               int((sb >= 31.99).sum())))
-                summary.append((nb.mean(), sb.mean(), nb.max(), sb.max(), cells[-1][5]))
+                summary.append((nb.mean(), sb.mean(), nb.max(), sb.max(), cells[-1][5], k_expr < N_ORIGINAL))
+                if _fresh_worse(e, vs, dom, res, dt, n // 2):
+                    fresh_worse.append(f"{name} {part} {dt}")
             c64, c32 = cells
             expr_s = str(res.expr).replace("|", "\\|") + (" [f32 in float64]" if res.widen_float32 else "")
             expr_s = expr_s if len(expr_s) < 90 else expr_s[:87] + "..."
@@ -106,6 +199,7 @@ def run(n: int, budget: float, out: str):
                         f"`{expr_s}` |")
             print(rows[-1], flush=True)
     S = np.array(summary)
+    O = S[S[:, 5] > 0]
     head = [
         "# Numerical stability benchmark (symgrad.stabilize)", "",
         f"Date: {datetime.datetime.now().isoformat(timespec='seconds')}  ",
@@ -122,6 +216,12 @@ def run(n: int, budget: float, out: str):
         f"cases with NaN/inf-level errors left: {(S[:, 4] > 0).sum()}; "
         f"stabilize() CPU time: total {sum(times):.1f} s, median {np.median(times):.2f} s, max {max(times):.2f} s "
         f"(wall-clock total {sum(wall):.1f} s); searches cut by the CPU-time cap: {n_timed}.", "",
+        f"**The original {N_ORIGINAL} expressions** ({len(O)} cases): mean bits naive {O[:, 0].mean():.2f} -> "
+        f"stabilised {O[:, 1].mean():.2f}; stabilised mean < 1 bit: {(O[:, 1] < 1).sum()}/{len(O)}; "
+        f"average max {O[:, 2].mean():.1f} -> {O[:, 3].mean():.1f}; NaN/inf cases left: {(O[:, 4] > 0).sum()}.", "",
+        f"**Never worse on fresh points** (seed 1, {n // 2} points per dtype; mean more than 0.5 bit above the "
+        f"naive formula, or a point where the naive formula is within 1 ulp and the kernel beyond 2 ulps): "
+        f"{len(fresh_worse)} of {len(S)} cases" + (": " + "; ".join(fresh_worse) if fresh_worse else "") + ".", "",
         "Bits of error = log2(1 + ulps between result and correctly rounded reference); "
         "columns give mean / max. 'bad' = points at the maximum (NaN/inf/overflow) after stabilisation.", "",
         "| expression | part | f64 naive | f64 stable | f32 naive | f32 stable | bad | time s | chosen |",
@@ -138,5 +238,7 @@ if __name__ == "__main__":
     ap.add_argument("--n", type=int, default=256)
     ap.add_argument("--budget", type=float, default=2.0)
     ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "results", "stability.md"))
+    ap.add_argument("--original", action="store_true",
+                    help=f"only the first {N_ORIGINAL} expressions (the suite before issue 16), to compare like with like")
     args = ap.parse_args()
-    run(args.n, args.budget, args.out)
+    run(args.n, args.budget, args.out, SUITE[:N_ORIGINAL] if args.original else None)

@@ -30,6 +30,7 @@ from .build import build_kernel, kernel_header
 from .argnums import leaf_ranges, normalize_argnums
 from .transformations import Assembly, transformation
 from .stabilize_pass import budget_of, stabilize_kernel
+from .shift_pass import shift_reductions
 
 # Tracing, differentiating and loading run under one re-entrant lock: nested transformations build
 # inside an outer build on the same thread, and a first call racing from many threads builds once.
@@ -183,9 +184,12 @@ class Compiled:
         kname = f"{program.name}_{self.kind}"
         module = cached_module(kname, key)
         if module is None:
+            shifted = []
+            if self.stabilize:  # log-sum-exp/softmax across a reduction, before differentiation
+                program.outputs, shifted = shift_reductions(program.graph, program.outputs)
             built = build_kernel(program, self.kind, wrt, self.parallel)
             _warn_if_large(program, built.kernel)
-            header = kernel_header(program, self.kind)
+            header = kernel_header(program, self.kind) + shifted
             if self.stabilize:
                 header += stabilize_kernel(program.graph, built.kernel, budget_of(self.stabilize))
             module = load_module(kname, key, emit_module(program.graph, [built.kernel], header))

@@ -167,6 +167,13 @@ def stabilize_kernel(g: Graph, kernel: KernelDef, budget_s: float | None = None)
         variables = sorted(leaves, key=lambda s: s.name)
         try:
             if not needs_search(expr, variables, ACCURATE_MEAN_BITS):
+                # SymPy's canonical form may already be the accurate one ((expm1(x) + 1) - 1 is
+                # expm1(x)); the graph still computes the longer form, so use the measured one
+                if sp.count_ops(expr) < size:
+                    new = from_sympy(g, expr, leaves)
+                    if root not in g.ancestors([new]):
+                        mapping[root] = new
+                        header.append(f"{name}: canonical form {expr} ({size} ops as traced)")
                 continue
             res = stabilize(expr, variables, budget_s=budget_s)
         except NotImplementedError as exc:  # an op the error model cannot sample: keep the derived form
@@ -174,6 +181,8 @@ def stabilize_kernel(g: Graph, kernel: KernelDef, budget_s: float | None = None)
             continue
         if res.budget_exhausted:
             header.append(f"stabilize: {name}: search stopped at the {budget_s:g} s budget")
+        if res.acceptance:
+            header.append(f"stabilize: {name}: {res.acceptance}")
         records = list(res.records)
         if res.widen_float32 and (root not in names or not _scalar_cores(kernel)):
             records.pop()  # only whole scalar-core kernels compute their float32 in float64

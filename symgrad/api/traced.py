@@ -22,6 +22,7 @@ from .build import build_kernel, kernel_header
 from .argnums import leaf_ranges, normalize_argnums
 from .transformations import scalar_output, transformation
 from .stabilize_pass import stabilize_kernel
+from .shift_pass import shift_reductions
 
 
 def _symbols(name: str, shape: tuple) -> np.ndarray:
@@ -152,8 +153,11 @@ class Traced:
             p = self.program
             wrt = list(range(len(p.inputs))) if transformation(kind).all_leaves else self._wrt(argnums)
             fresh = trace_program(self.fun, self.args, [p.graph.shape(i) for i in p.inputs])
+            shifted = []
+            if stabilize:
+                fresh.outputs, shifted = shift_reductions(fresh.graph, fresh.outputs)
             built = build_kernel(fresh, kind, wrt)
-            header = kernel_header(fresh, kind)
+            header = kernel_header(fresh, kind) + shifted
             if stabilize:
                 header += stabilize_kernel(fresh.graph, built.kernel)
             cached = self._kernels[key] = (fresh, built.kernel, header)

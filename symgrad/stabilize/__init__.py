@@ -10,7 +10,9 @@ Usage::
 The method follows Herbie (Panchekha et al., PLDI 2015): measure bits of error
 against correctly rounded mpmath references on sampled inputs, localise error,
 rewrite with a library of identities and algebraic transformations, infer
-regimes and keep the most accurate verified candidate.
+regimes and keep the most accurate verified candidate.  A final check
+(:mod:`.accept`) compares that candidate with the formula as written on fresh
+and ordinary inputs, per dtype, and repairs or reverts it when it is worse.
 
 References:
     Panchekha, Sanchez-Stern, Wilcox & Tatlock (2015), "Automatically improving
@@ -29,12 +31,13 @@ from typing import Mapping, Sequence
 import numpy as np
 import sympy as sp
 
+from .accept import accept
 from .accuracy import bits_of_error_report, ulp_bits
 from .numeric import compile_numpy
 from .result import RewriteRecord, StabilizeResult
 from .search import DEFAULT_WORK, Search
 from .transforms import deadline
-from .widen import TWO_ULPS, stress_sample, widen_record
+from .widen import NAME, TWO_ULPS, stress_sample, widen_record
 
 __all__ = ["stabilize", "needs_search", "StabilizeResult", "RewriteRecord", "bits_of_error_report", "DEFAULT_WORK"]
 
@@ -90,8 +93,30 @@ def stabilize(expr: sp.Expr, variables: Sequence[sp.Symbol], *, domain: Mapping 
     if widen is not None:
         records.append(widen)
         summary["float32"] = summary["float32"][:2] + widen.bits["float32"][2:]
-    return StabilizeResult(best.expr, records, s.exhausted, time.process_time() - t0,
-                           summary, s.used, s.timed_out, widen is not None)
+    form, wide, note = best.expr, widen is not None, None
+    if records:  # never worse than the formula as written, on fresh and ordinary inputs
+        single = best.history[-1].before if best.history and best.history[-1].name == "regime_split" else None
+        form, wide, note = accept(expr, best.expr, wide, s.vars, domain, tuple(dtypes), s.samples, single)
+    if note is not None:
+        wide = wide and form != expr  # the formula as written is kept as it is
+        records, summary = _after_acceptance(expr, best.expr, form, wide, records, s, dtypes)
+    return StabilizeResult(form, records, s.exhausted, time.process_time() - t0,
+                           summary, s.used, s.timed_out, wide, note)
+
+
+def _after_acceptance(expr, chosen, form, wide, records, s, dtypes):
+    """Records and summary once the acceptance check repaired or reverted ``chosen``."""
+    if form == expr:
+        return [], _summary(s.orig.bits, s.orig.bits)
+    records = [r for r in records if r.name != NAME] if not wide else records
+    after = s.score(form, ())
+    bits = _summary(s.orig.bits, after.bits) if after is not None else {}
+    if form != chosen:
+        cb = s.score(chosen, ())
+        step = _summary(cb.bits, after.bits) if cb is not None and after is not None else {}
+        rec = RewriteRecord("never_worse_repair", chosen, form, step, None, chosen, form)
+        records = [r for r in records if r.name != NAME] + [rec] + [r for r in records if r.name == NAME]
+    return records, bits
 
 
 def needs_search(expr: sp.Expr, variables: Sequence[sp.Symbol], mean_bits: float = 1.5) -> bool:

@@ -1,6 +1,6 @@
-"""Regime inference: branch on one input when no single candidate wins everywhere.
+"""Regime inference: branch on one quantity when no single candidate wins everywhere.
 
-Points of all dtypes are sorted by one variable; with prefix sums of each
+Points of all dtypes are sorted by one input or one difference of two inputs; with prefix sums of each
 candidate's error the best split into two or three contiguous segments (each
 served by one candidate) is found exactly in O(n) per candidate tuple.  The
 threshold between two segments is then refined by bisection on the float line
@@ -139,7 +139,27 @@ def _penalised(bits: np.ndarray) -> np.ndarray:
     return bits + MAX_PENALTY * np.maximum(bits - TWO_ULPS, 0.0)
 
 
-def _fewer_over(cands, samples, dts, variables, costs, best) -> bool:
+def _split_keys(variables, samples, dts):
+    """Quantities a regime may branch on, with their values at the sample points (all dtypes).
+
+    Each input, and for two to four inputs each pairwise difference ``v_i - v_j``: the
+    accuracy of ``log(exp(x) + exp(y))`` and its derivatives depends on ``x - y``, not on
+    either input, so a split on one input cannot separate the regimes (the issue's
+    ``hessian(lse)`` at (80, 50) and (90, 50)).  Differences are formed in float64 from the
+    sample values (exact for the ordering that matters).
+    """
+    cols = [np.concatenate([samples[dt].X[:, j].astype(np.float64) for dt in dts]) for j in range(len(variables))]
+    keys = [(v, cols[j]) for j, v in enumerate(variables)]
+    if 2 <= len(variables) <= 4:
+        with np.errstate(all="ignore"):
+            for i, j in itertools.combinations(range(len(variables)), 2):
+                d = cols[i] - cols[j]
+                if np.all(np.isfinite(d)):
+                    keys.append((variables[i] - variables[j], d))
+    return keys
+
+
+def _fewer_over(cands, samples, dts, variables, costs, best, keys=None) -> bool:
     """Does the split leave fewer points beyond 2 ulps than the best single candidate?
 
     A split whose mean gain is below ``min_gain`` is still worth its branch when it
@@ -149,7 +169,7 @@ def _fewer_over(cands, samples, dts, variables, costs, best) -> bool:
     over = np.concatenate([np.stack([c[1][dt] for c in cands]) > TWO_ULPS + 1e-9 for dt in dts], axis=1)
     single = int(np.argmin(costs.sum(axis=1)))
     _, j, ids, cuts = best
-    vals = np.concatenate([samples[dt].X[:, j].astype(np.float64) for dt in dts])
+    vals = keys[j][1] if keys is not None else np.concatenate([samples[dt].X[:, j].astype(np.float64) for dt in dts])
     order = np.argsort(vals, kind="stable")
     bounds = [0, *cuts, len(order)]
     n_split = sum(int(over[ids[k], order[bounds[k]:bounds[k + 1]]].sum()) for k in range(len(ids)))
@@ -179,8 +199,8 @@ def best_split(cands: Sequence[tuple[sp.Expr, dict]], samples: dict, variables, 
                             / len(dts) for dt in dts], axis=1)
     best_single = costs.sum(axis=1).min()
     best = None
-    for j, v in enumerate(variables):
-        vals = np.concatenate([samples[dt].X[:, j].astype(np.float64) for dt in dts])
+    keys = _split_keys(variables, samples, dts)
+    for j, (v, vals) in enumerate(keys):
         order = np.argsort(vals, kind="stable")
         sv, C = vals[order], costs[:, order]
         P = np.concatenate([np.zeros((K, 1)), np.cumsum(C, axis=1)], axis=1)
@@ -205,20 +225,29 @@ def best_split(cands: Sequence[tuple[sp.Expr, dict]], samples: dict, variables, 
     if best is None or best_single - best[0] <= 1e-9:
         return None
     if best_single - best[0] < max(min_gain, 0.1 * best_single) and not _fewer_over(
-            cands, samples, dts, variables, costs, best):
+            cands, samples, dts, variables, costs, best, keys):
         return None
     cost, j, ids, cuts = best
-    v = variables[j]
-    vals = np.sort(np.concatenate([samples[dt].X[:, j].astype(np.float64) for dt in dts]), kind="stable")
+    v = keys[j][0]
+    vals = np.sort(keys[j][1], kind="stable")
+    v64 = np.sort(samples["float64"].X[:, j].astype(np.float64)) if "float64" in samples and j < len(variables) \
+        else vals
     thresholds = []
     for n, i in enumerate(cuts):
         lo, hi = vals[i - 1], vals[i]
         if len(variables) == 1:
+            # refine between the float64 neighbours of the cut: float32 points of the other dtype
+            # can sit right next to it (float32 forms stop being accurate much earlier), and the
+            # float64 refinement must be free to move the threshold to where float64 needs it
+            k = int(np.searchsorted(v64, hi))
+            if 0 < k < len(v64):
+                lo, hi = min(lo, v64[k - 1]), max(hi, v64[k])
             lo, hi = _refine(cands[ids[n]][0], cands[ids[n + 1]][0], lo, hi, orig, variables)
             lo, hi = _bisect(cands[ids[n]][0], cands[ids[n + 1]][0], lo, hi, [0.0], 0, orig, variables)
         thresholds.append(shortest_between(lo, hi))
     exprs = [cands[k][0] for k in ids]
-    exprs, thresholds = _fit_series(exprs, thresholds, float(vals[0]), float(vals[-1]), v)
+    if v in variables:  # series pieces are re-fitted for the interval of their own variable
+        exprs, thresholds = _fit_series(exprs, thresholds, float(vals[0]), float(vals[-1]), v)
     pieces = [(exprs[n], sp.StrictLessThan(v, sp.Float(t, 17))) for n, t in enumerate(thresholds)]
     pieces.append((exprs[-1], sp.true))
     pw = sp.Piecewise(*pieces)

@@ -60,6 +60,8 @@ class StabilizeResult:
         bits: ``{dtype: (mean_before, max_before, mean_after, max_after)}`` for the whole expression.
         widen_float32: float32 kernels should evaluate ``expr`` in float64 and round once
             (see :mod:`symgrad.stabilize.widen`); the last record says so.
+        acceptance: None when the searched form passed the final never-worse check
+            (:mod:`symgrad.stabilize.accept`), else what it repaired or reverted and why.
     """
     expr: sp.Expr
     records: list
@@ -69,6 +71,7 @@ class StabilizeResult:
     work: int = 0
     timed_out: bool = False
     widen_float32: bool = False
+    acceptance: Optional[str] = None
 
     def evaluate(self, variables, X, dtype):
         """Values at the rows of ``X`` as the emitted kernel computes them in ``dtype``

@@ -38,6 +38,24 @@ def _log1p(node):
     return []
 
 
+def _log1p_shift(node):
+    """log(A) -> log1p(A - 1) for a sum A with no constant term (log(x + sqrt(x**2 - 1)) near x = 1).
+
+    One candidate per input ``t`` among A's terms: ``log1p((t - 1) + rest)``, the inner difference kept
+    as its own (unevaluated) sum so it is computed first -- exact (Sterbenz) where t ~ 1 --
+    instead of rounding ``t + rest`` before the 1 is taken away.
+    """
+    if node.func is not sp.log or not node.args[0].is_Add:
+        return []
+    A = node.args[0]
+    c, _ = A.as_coeff_Add()
+    if c != 0 or len(A.args) > 3:
+        return []
+    # only inputs (symbols) as ``t``: ``t - 1`` is then exact near 1; other terms (exp(u) ~ 1)
+    # are already served by expm1 and would only widen the search
+    return [log1p(sp.Add(sp.Add(t, -1, evaluate=False), A - t, evaluate=False)) for t in A.args if t.is_Symbol]
+
+
 def _expm1(node):
     if not node.is_Add:
         return []
@@ -132,6 +150,75 @@ def _log_diff(node):
     return out
 
 
+def _sum_to_product(node):
+    """c*sin(A) - c*sin(B) -> 2c*cos((A+B)/2)*sin((A-B)/2), c*cos(A) - c*cos(B) -> -2c*sin((A+B)/2)*sin((A-B)/2).
+
+    The difference of nearly equal sines (A ~ B) cancels; ``(A - B)/2`` is formed
+    symbolically (``(x + e) - x`` is ``e`` exactly), so no cancellation is left.
+    """
+    if not node.is_Add:
+        return []
+    terms = [(t.as_coeff_Mul(), t) for t in node.args]
+    out = []
+    for i, ((c1, r1), t1) in enumerate(terms):
+        for (c2, r2), t2 in terms[i + 1:]:
+            if r1.func is not r2.func or r1.func not in (sp.sin, sp.cos) or c1 != -c2:
+                continue
+            A, B = r1.args[0], r2.args[0]
+            half_sum, half_diff = (A + B) / 2, sp.expand(A - B) / 2
+            rest = node - t1 - t2
+            if r1.func is sp.sin:
+                out.append(rest + 2 * c1 * sp.cos(half_sum) * sp.sin(half_diff))
+            else:
+                out.append(rest - 2 * c1 * sp.sin(half_sum) * sp.sin(half_diff))
+    return out
+
+
+def _atan_difference(node):
+    """c*atan(A) - c*atan(B) -> c*atan((A - B)/(1 + A*B)), A - B formed symbolically.
+
+    Exact where 1 + A*B > 0 (the two angles then differ by less than pi/2); elsewhere the
+    identity is off by +-pi, which the equivalence check (:mod:`.verify`) rejects on the
+    sampled domain.
+    """
+    if not node.is_Add:
+        return []
+    terms = [(t.as_coeff_Mul(), t) for t in node.args]
+    out = []
+    for i, ((c1, r1), t1) in enumerate(terms):
+        for (c2, r2), t2 in terms[i + 1:]:
+            if r1.func is sp.atan and r2.func is sp.atan and c1 == -c2:
+                A, B = r1.args[0], r2.args[0]
+                out.append(node - t1 - t2 + c1 * sp.atan(sp.expand(A - B) / (1 + sp.expand(A * B))))
+    return out
+
+
+def _split_quotient(node):
+    """N/(A**2*B) -> ((N/A)/A)/B, one denominator factor at a time (kept unevaluated).
+
+    Distinct factors are already divided one at a time by the emitter, but a power of a
+    polynomial is formed first: (x**2 + 1)**2 overflows at x > 1e77 long before the
+    quotient does.  Dividing by each copy keeps every intermediate near the size of the
+    result (the generic form of ``hypot_scaled_quotient``).
+    """
+    if not node.is_Mul:
+        return []
+    num, dens, powered = [], [], False
+    for f in node.args:
+        b, e = f.as_base_exp()
+        if b.is_Add and e.is_Integer and -4 <= e < 0:
+            dens += [b] * int(-e)
+            powered = powered or e < -1
+        else:
+            num.append(f)
+    if not powered:
+        return []
+    acc = sp.Mul(*num)
+    for d in dens:
+        acc = sp.Mul(acc, sp.Pow(d, -1), evaluate=False)
+    return [acc]
+
+
 def _squares(t):
     """Return ``a`` with ``t == a**2`` (a**2, k*a**2 with k > 0, positive constants)."""
     c, r = coeff_and_rest(t)
@@ -204,6 +291,10 @@ def _pow_diff(node):
 RULES: list[Rewrite] = [
     Rewrite("log1p_from_log", _log1p, "log(1+u) loses the low bits of u when |u| << 1; log1p keeps them",
             "Goldberg 1991, Thm. 4", (sp.log(1 + x), {x: 1e-10}, "float64")),
+    Rewrite("log1p_shift", _log1p_shift,
+            "log(A) of a sum A ~ 1 rounds away A - 1; log1p(A - 1) with the 1 folded into A's terms keeps it",
+            "Goldberg 1991, Thm. 4; Sterbenz 1974 (exact subtraction)",
+            (sp.log(x + sp.sqrt((x - 1) * (x + 1))), {x: 1 + 2.0**-40}, "float64")),
     Rewrite("expm1_from_exp", _expm1, "exp(u) - 1 cancels catastrophically for |u| << 1",
             "Higham 2002, sec. 1.14.1", (sp.exp(x) - 1, {x: 1e-10}, "float64")),
     Rewrite("conjugate_sqrt", _conjugate,
@@ -222,6 +313,19 @@ RULES: list[Rewrite] = [
     Rewrite("log_difference", _log_diff,
             "log(a) - log(b) cancels when a ~ b; log(a/b) or log1p((a-b)/b) evaluates the small ratio",
             "Higham 2002, sec. 1.14", (sp.log(x + 1) - sp.log(x), {x: 1e12}, "float64")),
+    Rewrite("sum_to_product", _sum_to_product,
+            "sin(A) - sin(B) cancels for A ~ B; 2 cos((A+B)/2) sin((A-B)/2) takes the difference symbolically",
+            "DLMF 4.21.14-4.21.16 (sum-to-product); Goldberg 1991, sec. 1.4",
+            (sp.sin(x + y) - sp.sin(x), {x: 1.0, y: 1e-9}, "float64")),
+    Rewrite("atan_difference", _atan_difference,
+            "atan(A) - atan(B) cancels for A ~ B (and for large A, B both near pi/2); "
+            "atan((A - B)/(1 + AB)) takes the difference symbolically",
+            "DLMF 4.24.15 (atan addition); Goldberg 1991, sec. 1.4",
+            (sp.atan(x + 1) - sp.atan(x), {x: 1e8}, "float64")),
+    Rewrite("split_quotient", _split_quotient,
+            "N/(A*B) overflows in A*B although N/A/B is representable; dividing one factor at a time does not",
+            "Higham 2002, sec. 27.8 (scaling to avoid overflow)",
+            ((2 * x + 1) / (x**2 + 1) ** 2, {x: 1e100}, "float64")),
     Rewrite("hypot_from_sqrt", _hypot, "a**2 + b**2 overflows/underflows long before sqrt of it does",
             "Higham 2002, sec. 27.8 (hypot); Goldberg 1991", (sp.sqrt(x**2 + y**2), {x: 1e200, y: 1e200},
                                                              "float64")),

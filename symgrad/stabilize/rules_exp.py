@@ -359,6 +359,79 @@ def _exp_over_expm1(node):
             if b.func is expm1 and n.is_Integer and n < 0 and b.args[0] == g.args[0]]
 
 
+def _tanh_from_sigmoid(node):
+    """k - 2k*sigmoid(u) -> -k*tanh(u/2): 1 - 2*sigmoid(u) cancels for small u, tanh(u/2) does not."""
+    if not node.is_Add:
+        return []
+    k, rest = node.as_coeff_Add()
+    out = []
+    for t in rest.args if rest.is_Add else (rest,):
+        c, r = t.as_coeff_Mul()
+        if k != 0 and c == -2 * k and r.func is sigmoid:
+            out.append(node - t - k - k * sp.tanh(r.args[0] / 2))
+    return out
+
+
+def _exp_from_expm1(node):
+    """k + k*expm1(u) + rest -> k*exp(u) + rest: adding the 1 back rounds away exp(u) when it is tiny."""
+    if not node.is_Add:
+        return []
+    k, rest = node.as_coeff_Add()
+    out = []
+    for t in rest.args if rest.is_Add else (rest,):
+        c, r = t.as_coeff_Mul()
+        if k != 0 and c == k and r.func is expm1:
+            out.append(node - t - k + k * sp.exp(r.args[0]))
+    return out
+
+
+def _tanh_from_sinh_cosh(node):
+    """sinh(u)**a * cosh(u)**-b -> tanh(u)**k * sinh(u)**(a-k) * cosh(u)**(k-b), k = min(a, b).
+
+    Both factors overflow for |u| > 710 (inf/inf = NaN) and their ratio rounds twice;
+    tanh(u) is bounded and computed directly.
+    """
+    if not node.is_Mul:
+        return []
+    pw = {}
+    for f in node.args:
+        bse, e = f.as_base_exp()
+        if bse.func in (sp.sinh, sp.cosh) and e.is_Integer:
+            pw[(bse.func, bse.args[0])] = (f, int(e))
+    out = []
+    for (fn, u), (f, a) in pw.items():
+        if fn is not sp.sinh or a <= 0 or (sp.cosh, u) not in pw:
+            continue
+        g, b = pw[(sp.cosh, u)]
+        if b >= 0:
+            continue
+        k = min(a, -b)
+        rest = sp.Mul(*[h for h in node.args if h is not f and h is not g])
+        out.append(rest * sp.tanh(u) ** k * sp.sinh(u) ** (a - k) * sp.cosh(u) ** (b + k))
+    return out
+
+
+def _sigmoid_from_tanh(node):
+    """k +- k*tanh(u) + rest -> 2k*sigmoid(+-2u) + rest: 1 + tanh(u) cancels for u << 0 (GELU)."""
+    if not node.is_Add:
+        return []
+    k, rest = node.as_coeff_Add()
+    out = []
+    for t in rest.args if rest.is_Add else (rest,):
+        c, r = t.as_coeff_Mul()
+        if k != 0 and abs(c) == abs(k) and r.func is sp.tanh:
+            out.append(node - t - k + 2 * k * sigmoid(2 * r.args[0] * sp.sign(c * k)))
+    return out
+
+
+def _log_cosh(node):
+    """log(cosh(u)) -> |u| + softplus(-2|u|) - log(2): cosh overflows for |u| > 710."""
+    if node.func is sp.log and node.args[0].func is sp.cosh:
+        u = sp.Abs(node.args[0].args[0])
+        return [u + softplus(-2 * u) - sp.log(2)]
+    return []
+
+
 EXP_RULES = [
     Rewrite("softplus_from_log1pexp", _softplus, "exp(u) overflows for large u although log(1+exp(u)) ~ u",
             "Maechler 2012", (sp.log(1 + sp.exp(x)), {x: 1000.0}, "float64")),
@@ -399,6 +472,24 @@ EXP_RULES = [
                                        "float64")),
     Rewrite("sech2_from_tanh", _sech2, "1 - tanh(u)**2 cancels for large |u|; 4*sigmoid(2u)*sigmoid(-2u) does not",
             "Goldberg 1991, sec. 1.4", (1 - sp.tanh(x) ** 2, {x: 20.0}, "float64")),
+    Rewrite("tanh_from_sigmoid", _tanh_from_sigmoid,
+            "1 - 2*sigmoid(u) cancels for small |u| (both terms ~1); it equals -tanh(u/2), computed directly",
+            "DLMF 4.35.4 (tanh in terms of exp); Goldberg 1991, sec. 1.4",
+            (1 - 2 * sigmoid(x), {x: 1e-9}, "float64")),
+    Rewrite("sigmoid_from_tanh", _sigmoid_from_tanh,
+            "1 + tanh(u) cancels for u << 0 (tanh(u) ~ -1); it equals 2*sigmoid(2u), computed without cancellation",
+            "DLMF 4.35.4; Goldberg 1991, sec. 1.4", (1 + sp.tanh(x), {x: -15.0}, "float64")),
+    Rewrite("log_cosh", _log_cosh,
+            "cosh(u) overflows for |u| > 710 although log(cosh(u)) ~ |u| - log 2; "
+            "cosh(u) = exp(|u|) (1 + exp(-2|u|)) / 2 keeps every term bounded",
+            "DLMF 4.28.2 (cosh in terms of exp); Maechler 2012 (softplus)",
+            (sp.log(sp.cosh(x)), {x: 800.0}, "float64")),
+    Rewrite("exp_from_expm1", _exp_from_expm1,
+            "1 + expm1(u) rounds exp(u) away when exp(u) < eps (the derivative of expm1 from its output)",
+            "Higham 2002, sec. 1.14.1", (1 + expm1(x), {x: -40.0}, "float64")),
+    Rewrite("tanh_from_sinh_cosh", _tanh_from_sinh_cosh,
+            "sinh(u)/cosh(u) is inf/inf for |u| > 710 and rounds twice; tanh(u) is bounded",
+            "DLMF 4.28.4 (tanh = sinh/cosh)", (sp.sinh(x) / sp.cosh(x), {x: 800.0}, "float64")),
     Rewrite("exp_over_expm1", _exp_over_expm1, "exp(u)/expm1(u)**n is inf/inf for large u; -1/expm1(-u) is not",
             "Goldberg 1991, sec. 1.4", (sp.exp(x) / expm1(x) ** 2, {x: 400.0}, "float64")),
 ]

@@ -16,7 +16,9 @@ The loop follows Herbie's structure with our own components:
    at a point where the original was accurate -- unless the regression is
    within the conditioning of the problem at that point (see
    :meth:`Search.acceptable`) -- and anything that fails the high-precision
-   equivalence check (:mod:`verify`).
+   equivalence check (:mod:`verify`);
+6. (in :func:`symgrad.stabilize.stabilize`) the never-worse acceptance check of
+   :mod:`accept` on points the search never saw.
 
 Budget and determinism
 ----------------------

@@ -1,0 +1,139 @@
+"""Issue 16, point 1: the stabilised form is never worse than the formula as written.
+
+Unit tests of the final acceptance check (:mod:`symgrad.stabilize.accept`) on hand-made
+bad candidates, and the issue's listed regressions as values through the compiled
+``jit``/``grad``/``hessian`` kernels against mpmath (closed forms at 60 digits).
+"""
+import importlib
+
+import mpmath
+import numpy as np
+import pytest
+import sympy as sp
+
+import symgrad as sg
+from symgrad.stabilize import stabilize
+from symgrad.ir.sympy_funcs import log1p
+from symgrad.stabilize.accuracy import ulp_bits
+
+accept = importlib.import_module("symgrad.stabilize.accept")  # the package re-exports a function of that name
+
+x, y = sp.symbols("x y", real=True)
+TWO_ULPS = np.log2(3) + 1e-9
+DTS = ("float64", "float32")
+
+
+def test_bad_series_piece_is_repaired_by_the_original():
+    # a truncated series used far beyond its radius: 2 terms of sin up to 1 lose ~12 bits near 1
+    chosen = sp.Piecewise((x - x**3 / 6, x < 1), (sp.sin(x), True))
+    form, widen, note = accept.accept(sp.sin(x), chosen, False, [x], {x: (-100.0, 100.0)}, DTS)
+    assert form == sp.sin(x)
+    assert note is not None and "never_worse" in note
+
+
+def test_worse_single_form_is_reverted():
+    orig = sp.sin(x)
+    chosen = x - x**3 / 6 + x**5 / 120  # fine near 0, useless at 10
+    form, widen, note = accept.accept(orig, chosen, False, [x], {x: (-100.0, 100.0)}, DTS)
+    assert form == orig and not widen
+    assert "reverted" in note
+
+
+def test_good_form_passes_untouched():
+    orig = sp.log(1 + x)
+    form, widen, note = accept.accept(orig, log1p(x), False, [x], {x: (-0.5, 1e6)}, DTS)
+    assert form == log1p(x) and note is None
+
+
+def test_verdict_counts_lost_points():
+    s = accept.check_samples(sp.sin(x), [x], {x: (-100.0, 100.0)}, ("float64",))
+    v = accept.verdict(sp.sin(x), x - x**3 / 6, False, [x], s)
+    assert not v.ok and v.detail["float64"][2] > 0
+    assert accept.verdict(sp.sin(x), sp.sin(x), False, [x], s).ok
+
+
+def test_regime_splits_on_a_difference():
+    # d2/dx2 log(exp(x) + exp(y)) = sigmoid(x - y) * sigmoid(y - x): its accuracy depends on x - y only
+    e = sp.diff(sp.log(sp.exp(x) + sp.exp(y)), x, 2)
+    res = stabilize(e, [x, y])
+    conds = [str(p.cond) for p in res.expr.args] if isinstance(res.expr, sp.Piecewise) else []
+    assert not any(c.startswith(("x <", "y <")) for c in conds), res.expr
+    X = np.array([[80.0, 50.0], [90.0, 50.0], [710.0, 10.0], [-800.0, -801.5], [1000.0, 999.0]])
+    got = res.evaluate([x, y], X, "float64")
+    for (a, b), g in zip(X, got):
+        with mpmath.workdps(60):
+            d = mpmath.mpf(a) - mpmath.mpf(b)
+            ref = float(mpmath.exp(-abs(d)) / (1 + mpmath.exp(-abs(d))) ** 2)
+        assert ulp_bits(np.array([g]), np.array([ref]))[0] <= TWO_ULPS, (a, b, g, ref)
+
+
+# -- the issue's listed regressions, compiled -------------------------------------------
+
+def _mp(f, v):
+    with mpmath.workdps(60):
+        return float(f(mpmath.mpf(float(v))))
+
+
+def _assert_2ulps(got, ref, what, limit=TWO_ULPS):
+    got = np.asarray(got, dtype=np.float64).reshape(-1)
+    ref = np.asarray(ref, dtype=np.float64).reshape(-1)
+    bits = ulp_bits(got, ref)
+    assert np.all(np.isfinite(got)), what
+    assert np.all(bits <= limit), (what, got, ref, bits)
+
+
+def test_logistic_density_gradient_at_ordinary_inputs():
+    g = sg.grad(lambda v: np.exp(v) / (1 + np.exp(v)) ** 2)
+    pts = np.array([0.1, -0.1, 0.05, 0.3, 1e-6, -2.0, 5.0, 40.0, -40.0])
+    ref = [_mp(lambda t: -mpmath.sinh(t / 2) / (4 * mpmath.cosh(t / 2) ** 3), p) for p in pts]
+    # was 1.2e-8 relative at 0.1 (a series piece past its radius).  The chosen form
+    # -tanh(x/2)*sigmoid(x)/(exp(x) + 1) has six roundings: up to 3 ulps (0.05 gives 3), so
+    # 4 ulps here; the issue's 2-ulp target (point 5) needs wider arithmetic for this one
+    _assert_2ulps(g(pts), ref, "d/dx logistic density", limit=np.log2(5) + 1e-9)
+
+
+def test_sqrt_x2_plus_1_minus_x():
+    f = sg.jit(lambda v: np.sqrt(v * v + 1) - v)
+    pts = np.array([22000.0, 1e4, 3e4, 1e6, 1e8, 0.5, 2.0, 60.0, -3.0])
+    ref = [_mp(lambda t: 1 / (t + mpmath.sqrt(t * t + 1)), p) for p in pts]
+    _assert_2ulps(f(pts), ref, "sqrt(x*x+1)-x")
+
+
+def test_arccosh_and_its_gradient():
+    f, g = sg.jit(np.arccosh), sg.grad(np.arccosh)
+    pts = np.array([1 + 1e-15, 1 + 1e-10, 1.0001, 1.5, 10.0, 22000.0, 1e8])
+    _assert_2ulps(f(pts), [_mp(mpmath.acosh, p) for p in pts], "arccosh")
+    _assert_2ulps(g(pts), [_mp(lambda t: 1 / mpmath.sqrt((t - 1) * (t + 1)), p) for p in pts], "arccosh'")
+
+
+def test_readme_lse_hessian_regimes():
+    h = sg.hessian(lambda a, b: np.log(np.exp(a) + np.exp(b)))
+    pts = [(80.0, 50.0), (90.0, 50.0), (710.0, 10.0), (0.5, 0.25), (-800.0, -801.5)]
+    for a, b in pts:
+        got = h(a, b)
+        with mpmath.workdps(60):
+            d = mpmath.mpf(a) - mpmath.mpf(b)
+            ref = float(mpmath.exp(-abs(d)) / (1 + mpmath.exp(-abs(d))) ** 2)
+        _assert_2ulps(got, ref, ("lse hessian", a, b))
+
+
+@pytest.mark.parametrize("dtype", ["float32"])
+def test_regressions_in_float32(dtype):
+    g = sg.grad(lambda v: np.exp(v) / (1 + np.exp(v)) ** 2)
+    pts = np.array([0.1, -0.1, 0.05, 0.3, 1e-6, -2.0, 5.0, 40.0], dtype=dtype)
+    ref = np.array([_mp(lambda t: -mpmath.sinh(t / 2) / (4 * mpmath.cosh(t / 2) ** 3), p) for p in pts],
+                   dtype=dtype)
+    got = g(pts)
+    assert got.dtype == np.dtype(dtype)
+    assert np.all(ulp_bits(got, ref) <= TWO_ULPS), (got, ref)
+
+
+def test_difference_of_nearly_equal_sines_by_sum_to_product():
+    # issue 16's family "sin(x + e) - sin(x), cos(x + e) - cos(x)": 20-29 bits naive
+    t = sp.Symbol("t", real=True)
+    dom = {x: (-1e4, 1e4), t: (-1e-2, 1e-2)}
+    for e in (sp.sin(x + t) - sp.sin(x), sp.cos(x + t) - sp.cos(x)):
+        res = stabilize(e, [x, t], domain=dom)
+        for dt in DTS:
+            mean_before, _, mean_after, max_after = res.bits[dt]
+            assert mean_before > 10 and mean_after < 0.5 and max_after <= TWO_ULPS, (e, dt, res.bits)
