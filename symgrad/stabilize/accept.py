@@ -48,7 +48,7 @@ from .reference import compile_mpmath, reference_values
 from .regimes import best_split
 from .search import _cond_bits
 from .sampling import domain_bounds, sample_points
-from .widen import evaluate_result
+from .result import evaluate_result
 
 __all__ = ["check_samples", "verdict", "accept", "Verdict", "MEAN_SLACK"]
 
