@@ -24,6 +24,7 @@ from .names import TempNamer, comment_lines, float_literal
 ATOM = 100
 _INLINE_MAX_DEPTH = 24  # deeper inline expressions get a temporary: printing and Python's parser recurse
 _STATEMENT_OPS = {"contract", "scatter", "eye", "transpose", "sum"}  # emit lines; args must be names
+_STATEMENT_OPS |= {"norm_inf"}  # symgrad.ir.rules.norms
 
 
 @dataclass

@@ -12,6 +12,7 @@ import string
 import numpy as np
 
 from ..errors import TraceError, UnsupportedOperationError, format_error, user_location
+from .linalg_api import FUNCTIONS as LINALG_FUNCTIONS
 from .tracer import TraceContext, Tracer, to_node
 
 _DIRECT = {
@@ -243,20 +244,13 @@ def prod(ctx, x, axis=None, **kw):
     return x if x.ndim == 0 else out
 
 
-def norm(ctx, x, ord=None, axis=None, keepdims=False):
-    if ord not in (None, 2, "fro") and not (ord == 2 and axis is not None):
-        raise _unsupported("function", f"linalg.norm with ord={ord!r}")
-    x = _as_tracer(ctx, x)
-    return ctx.apply("sqrt", np_sum(ctx, ctx.apply("mul", x, x), axis=axis, keepdims=keepdims))
-
-
 FUNCTIONS = {
     np.sum: np_sum, np.mean: mean, np.dot: dot, np.vdot: lambda c, a, b: dot(c, np.ravel(a), np.ravel(b)),
     np.inner: lambda c, a, b: dot(c, a, b), np.outer: lambda c, a, b: c.apply(
         "contract", np.ravel(a), np.ravel(b), params=("i,j->ij",)),
     np.einsum: einsum, np.where: where, np.reshape: reshape, np.transpose: transpose,
     np.ravel: lambda c, x, **kw: reshape(c, x, (-1,)), np.concatenate: concatenate, np.stack: stack,
-    np.clip: clip, np.prod: prod, np.linalg.norm: norm,
+    np.clip: clip, np.prod: prod,
     np.squeeze: lambda c, x, axis=None: reshape(c, x, tuple(d for d in _as_tracer(c, x).shape if d != 1)),
     np.expand_dims: lambda c, x, axis: reshape(c, x, np.expand_dims(np.empty(_as_tracer(c, x).shape), axis).shape),
     np.broadcast_to: lambda c, x, shape, **kw: c.apply("broadcast_to", x, params=(tuple(shape),)),
@@ -266,6 +260,7 @@ FUNCTIONS = {
     np.shape: lambda c, x: _as_tracer(c, x).shape, np.ndim: lambda c, x: _as_tracer(c, x).ndim,
     np.size: lambda c, x: _as_tracer(c, x).size,
 }
+FUNCTIONS.update(LINALG_FUNCTIONS)  # np.linalg.norm, det, slogdet, inv, solve, cholesky, eigh, lstsq
 
 
 def _qualified(func) -> str:
