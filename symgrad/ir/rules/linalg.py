@@ -211,8 +211,8 @@ def solve_batched(g: Graph, a: int, r: int, nb: int) -> int:
 
 
 def _cols(g: Graph, b: int) -> str:
-    """Index letter of the right-hand side's columns: '' for a vector B, 'k' for a matrix."""
-    return "k" if len(g.shape(b)) == 2 else ""
+    """Index letter of the right-hand side's columns: '' for a vector B, 'c' for a matrix."""
+    return "c" if len(g.shape(b)) == 2 else ""
 
 
 # -- inv ------------------------------------------------------------------------------------------

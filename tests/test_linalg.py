@@ -1,0 +1,250 @@
+"""numpy.linalg on core matrices: det, slogdet, inv, solve, cholesky, eigh, lstsq and norm.
+
+References: JAX in x64 (values, JVP, VJP, Jacobians, Hessians), mpmath at 50 digits
+(directional derivatives by ``mpmath.diff``), NumPy (values), the identity
+<w, J v> = <J^T w, v>, and central differences.
+
+Most derivative checks run on the traced graph evaluated with NumPy (the ops' reference
+implementations), which tests the *rules* at first and second order and with the tangent
+batch axis of Jacobian passes, without compiling.  A few tests compile: every op in one
+program (values in float64 and float32, a batched VJP), the norms at their kinks, and the
+Gaussian log-likelihood example (gradient and Hessian, batched).
+"""
+import importlib.util
+from pathlib import Path
+
+import mpmath
+import numpy as np
+import pytest
+
+import symgrad as sg
+from symgrad.ir.interpret import evaluate
+from symgrad.trace.trace import trace_program
+from symgrad.transforms import hessian_nodes, jvp_nodes, vjp_nodes
+from symgrad.transforms.higher import jacobian_fwd, jacobian_rev
+
+jax = pytest.importorskip("jax")
+jnp = jax.numpy
+jax.config.update("jax_enable_x64", True)
+
+N = 3
+SIG = "(n,n),(n,n),(n,k),(n),(m,n)->(p)"
+
+
+def _all_ops(xp):
+    """Every linalg op in one program: A general, S symmetric positive definite, T tall."""
+    la = xp.linalg
+
+    def all_ops(A, S, B, b, T):
+        sign, logabs = la.slogdet(A)
+        w, V = la.eigh(S)
+        outs = [xp.reshape(la.det(A), (1,)), xp.reshape(sign * logabs, (1,)), xp.ravel(la.inv(A)),
+                xp.ravel(la.solve(A, B)), la.solve(A, b), xp.ravel(la.cholesky(S)), w,
+                xp.ravel(V ** 2),                           # eigenvectors up to sign
+                xp.ravel((V * xp.sin(w)) @ V.T),            # a matrix function sin(S)
+                la.lstsq(T, T @ b + 0.1 * xp.sin(T[:, 0]), rcond=None)[0],
+                xp.ravel(la.lstsq(T, xp.cos(T[:, :2]), rcond=None)[0])]
+        return xp.concatenate(outs)
+    return all_ops
+
+
+all_ops, all_ops_jax = _all_ops(np), _all_ops(jnp)
+
+
+def _args(seed=0):
+    rng = np.random.default_rng(seed)
+    m = rng.standard_normal((N, N))
+    return (rng.standard_normal((N, N)) + 3.0 * np.eye(N), m @ m.T + N * np.eye(N),
+            rng.standard_normal((N, 2)), rng.standard_normal(N), rng.standard_normal((5, N)))
+
+
+def _sym_tangents(rng, args):
+    """Random tangents; the one for S is symmetric (cholesky/eigh read its lower triangle)."""
+    tans = [rng.standard_normal(np.shape(a)) for a in args]
+    tans[1] = tans[1] + tans[1].T
+    return tuple(tans)
+
+
+class Graph:
+    """A function traced once; derivative graphs built by the transforms, evaluated with NumPy."""
+
+    def __init__(self, fn, args):
+        self.args = args
+        self.p = trace_program(fn, args, [np.shape(a) for a in args])
+        self.g = self.p.graph
+        self.env = dict(zip(self.p.inputs, args))
+
+    def const(self, value):
+        return self.g.const(value)
+
+    def eval(self, nodes, extra=None):
+        return evaluate(self.g, nodes, {**self.env, **(extra or {})})
+
+    def jvp(self, tangents):
+        t = jvp_nodes(self.g, self.p.inputs, [self.const(v) for v in tangents], self.p.outputs)
+        return self.eval([self.p.outputs[0], t[0]])
+
+    def vjp(self, w):
+        bars = vjp_nodes(self.g, self.p.outputs, [self.const(w)], self.p.inputs)
+        return self.eval(bars)
+
+
+@pytest.fixture(scope="module")
+def graph():
+    return Graph(all_ops, _args())
+
+
+# -- derivative rules on the graph (no compilation) ------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def jax_jacobian(graph):
+    """JAX's Jacobian blocks of ``all_ops`` (one compiled JAX program serves every reference)."""
+    return [np.asarray(b) for b in jax.jit(jax.jacobian(all_ops_jax, argnums=(0, 1, 2, 3, 4)))(*graph.args)]
+
+
+def _apply(jac, tans):
+    return sum(np.tensordot(b, t, axes=np.ndim(t)) for b, t in zip(jac, tans))
+
+
+def test_values_match_numpy_and_jax(graph):
+    (out,) = graph.eval(graph.p.outputs)
+    np.testing.assert_allclose(out, all_ops(*graph.args), rtol=1e-13, atol=1e-14)
+    np.testing.assert_allclose(out, jax.jit(all_ops_jax)(*graph.args), rtol=1e-12, atol=1e-13)
+
+
+def test_jvp_and_vjp_match_jax(graph, jax_jacobian):
+    rng = np.random.default_rng(1)
+    tans = _sym_tangents(rng, graph.args)
+    _, jv = graph.jvp(tans)
+    np.testing.assert_allclose(jv, _apply(jax_jacobian, tans), rtol=1e-11, atol=1e-12)
+    w = rng.standard_normal(jv.shape)
+    bars = graph.vjp(w)
+    for k, (got, block) in enumerate(zip(bars, jax_jacobian)):
+        ref = np.tensordot(w, block, axes=1)
+        if k == 1:  # JAX, like symgrad, differentiates S as symmetric: compare the symmetric parts
+            got, ref = got + got.T, ref + ref.T
+        np.testing.assert_allclose(got, ref, rtol=1e-11, atol=1e-12)
+
+
+def test_dot_product_identity(graph):
+    """<w, J v> = <J^T w, v> with symmetric v for S (the cotangent of S is symmetric)."""
+    rng = np.random.default_rng(2)
+    tans = _sym_tangents(rng, graph.args)
+    _, jv = graph.jvp(tans)
+    w = rng.standard_normal(jv.shape)
+    bars = graph.vjp(w)
+    lhs, rhs = float(w @ jv), sum(float(np.sum(b * t)) for b, t in zip(bars, tans))
+    assert abs(lhs - rhs) <= 1e-12 * (abs(lhs) + np.linalg.norm(w) * np.linalg.norm(jv))
+    np.testing.assert_allclose(bars[1], bars[1].T, rtol=1e-12, atol=1e-14)
+
+
+def test_jvp_matches_central_difference(graph):
+    rng = np.random.default_rng(3)
+    tans = _sym_tangents(rng, graph.args)
+    h = 1e-6
+    plus = all_ops(*[a + h * t for a, t in zip(graph.args, tans)])
+    minus = all_ops(*[a - h * t for a, t in zip(graph.args, tans)])
+    _, jv = graph.jvp(tans)
+    np.testing.assert_allclose(jv, (plus - minus) / (2 * h), rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("mode", ["fwd", "rev"])
+def test_jacobian_with_batched_tangents_matches_jax(graph, jax_jacobian, mode):
+    """Jacobians push an identity seed with one leading batch axis through every rule (nb = 1)."""
+    jac = jacobian_fwd if mode == "fwd" else jacobian_rev
+    blocks = jac(graph.g, graph.p.inputs, graph.p.outputs)[0]
+    got = graph.eval(blocks)
+    ref = jax_jacobian
+    sym = ref[1] + np.swapaxes(ref[1], -1, -2)  # JAX, like symgrad, differentiates S as symmetric:
+    np.testing.assert_allclose(got[1] + np.swapaxes(got[1], -1, -2), sym, rtol=1e-11, atol=1e-12)
+    for k in (0, 2, 3, 4):
+        np.testing.assert_allclose(got[k], ref[k], rtol=1e-11, atol=1e-12)
+
+
+def _scalar_all(xp):
+    ops = _all_ops(xp)
+
+    def scalar(A, S, B, b, T):
+        return xp.sum(xp.sin(ops(A, S, B, b, T)))
+    return scalar
+
+
+def test_hessian_forward_over_reverse_matches_difference_of_gradients():
+    """Second-order rules (the batched JVP of every VJP rule): H v against a central difference of
+    the gradient graph (itself checked against JAX above)."""
+    args = _args(4)
+    gr = Graph(_scalar_all(np), args)
+    grads = vjp_nodes(gr.g, gr.p.outputs, [gr.const(1.0)], gr.p.inputs)
+    blocks = hessian_nodes(gr.g, gr.p.outputs[0], gr.p.inputs)
+    rng = np.random.default_rng(6)
+    v = _sym_tangents(rng, args)
+    h = 1e-5
+
+    def grads_at(step):
+        return evaluate(gr.g, grads, dict(zip(gr.p.inputs, [a + step * t for a, t in zip(args, v)])))
+
+    fd = [(p - m) / (2 * h) for p, m in zip(grads_at(h), grads_at(-h))]
+    for i in range(5):
+        hv = sum(np.tensordot(gr.eval([blocks[i][j]])[0], v[j], axes=np.ndim(v[j])) for j in range(5))
+        np.testing.assert_allclose(hv, fd[i], rtol=1e-6, atol=1e-6, err_msg=f"(H v)[{i}]")
+
+
+@pytest.mark.slow
+def test_hessian_matches_jax():
+    args = _args(4)
+    gr = Graph(_scalar_all(np), args)
+    blocks = hessian_nodes(gr.g, gr.p.outputs[0], gr.p.inputs)
+    ref = jax.jit(jax.hessian(_scalar_all(jnp), argnums=(0, 1, 2, 3, 4)))(*args)
+    for i in (0, 2, 3, 4):
+        for j in (0, 2, 3, 4):
+            got = gr.eval([blocks[i][j]])[0]
+            np.testing.assert_allclose(got, ref[i][j], rtol=1e-9, atol=1e-10, err_msg=f"H[{i}][{j}]")
+    s_block = gr.eval([blocks[1][1]])[0]  # symmetrised in both S slots, as JAX's eigh/cholesky rules
+
+    def sym(h):
+        return h + np.swapaxes(h, 0, 1) + np.swapaxes(h, 2, 3) + np.swapaxes(np.swapaxes(h, 0, 1), 2, 3)
+    np.testing.assert_allclose(sym(s_block), sym(ref[1][1]), rtol=1e-9, atol=1e-10)
+
+
+# -- mpmath at 50 digits --------------------------------------------------------------------------------
+
+def _mp_ops(t, args, tans):
+    """``all_ops`` at ``args + t * tans`` in mpmath arithmetic (without the eigenvector terms)."""
+    mp = mpmath.mp
+    Am, Sm, Bm, bm, Tm = (mpmath.matrix(a.tolist()) + t * mpmath.matrix(d.tolist()) for a, d in zip(args, tans))
+    det = mp.det(Am)
+    inv = mp.inverse(Am)
+    lower = mpmath.matrix(N, N)  # NumPy's cholesky and eigh read the lower triangle
+    for i in range(N):
+        for j in range(N):
+            lower[i, j] = Sm[max(i, j), min(i, j)]
+    w, _ = mp.eigsy(lower)
+    rhs1 = Tm * bm + mpmath.matrix([mpmath.sin(Tm[i, 0]) / 10 for i in range(Tm.rows)])
+    rhs2 = mpmath.matrix([[mpmath.cos(Tm[i, j]) for j in range(2)] for i in range(Tm.rows)])
+    normal = Tm.T * Tm
+    flat = lambda m: [m[i, j] for i in range(m.rows) for j in range(m.cols)]
+    solve2 = lambda a, r: [v for row in zip(*[list(mp.lu_solve(a, r.column(j))) for j in range(r.cols)]) for v in row]
+    return ([det, mpmath.log(abs(det)) * mpmath.sign(det)] + flat(inv) + solve2(Am, Bm) + list(mp.lu_solve(Am, bm))
+            + flat(mp.cholesky(lower)) + sorted(w[i] for i in range(N))
+            + list(mp.lu_solve(normal, Tm.T * rhs1)) + solve2(normal, Tm.T * rhs2))
+
+
+def _mp_index():
+    """Positions of the ``_mp_ops`` outputs in ``all_ops``' result (the eigenvector terms are skipped)."""
+    head = 2 + N * N + 2 * N + N + N * N + N
+    return list(range(head)) + list(range(head + 2 * N * N, head + 2 * N * N + N + 2 * N))
+
+
+def test_value_and_jvp_match_mpmath(graph):
+    """Values, and directional derivatives by a central difference at 50 digits (step 1e-20)."""
+    rng = np.random.default_rng(5)
+    tans = _sym_tangents(rng, graph.args)
+    out, jv = graph.jvp(tans)
+    idx = _mp_index()
+    with mpmath.workdps(50):
+        h = mpmath.mpf("1e-20")
+        value = _mp_ops(0, graph.args, tans)
+        plus, minus = _mp_ops(h, graph.args, tans), _mp_ops(-h, graph.args, tans)
+        deriv = [float((p - m) / (2 * h)) for p, m in zip(plus, minus)]
+    np.testing.assert_allclose(out[idx], [float(v) for v in value], rtol=1e-13, atol=1e-14)
+    np.testing.assert_allclose(jv[idx], deriv, rtol=1e-12, atol=1e-13)
