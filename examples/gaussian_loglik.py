@@ -34,8 +34,7 @@ def loglik(mu, S, Y):
 
 
 SIG = "(n),(n,n),(m,n)->()"
-value = sg.jit(loglik, signature=SIG)(mu, S, Y)
-g_mu, g_S = sg.grad(loglik, argnums=(0, 1), signature=SIG)(mu, S, Y)
+value, (g_mu, g_S) = sg.value_and_grad(loglik, argnums=(0, 1), signature=SIG)(mu, S, Y)
 H = sg.hessian(loglik, argnums=(0, 1), signature=SIG)(mu, S, Y)
 
 P = np.linalg.inv(S)

@@ -248,3 +248,154 @@ def test_value_and_jvp_match_mpmath(graph):
         deriv = [float((p - m) / (2 * h)) for p, m in zip(plus, minus)]
     np.testing.assert_allclose(out[idx], [float(v) for v in value], rtol=1e-13, atol=1e-14)
     np.testing.assert_allclose(jv[idx], deriv, rtol=1e-12, atol=1e-13)
+
+
+# -- compiled kernels (Numba's np.linalg) ---------------------------------------------------------------
+
+def _batched_args():
+    return tuple(np.stack(pair) for pair in zip(_args(0), _args(7)))
+
+
+def test_compiled_values_batched():
+    args = _batched_args()
+    out = sg.jit(all_ops, signature=SIG)(*args)
+    ref = np.stack([all_ops(*[a[k] for a in args]) for k in range(2)])
+    np.testing.assert_allclose(out, ref, rtol=1e-12, atol=1e-13)
+
+
+@pytest.mark.slow
+def test_compiled_values_float32():
+    args = _batched_args()
+    ref = np.stack([all_ops(*[a[k] for a in args]) for k in range(2)])
+    out32 = sg.jit(all_ops, signature=SIG)(*[a.astype(np.float32) for a in args])
+    assert out32.dtype == np.float32
+    np.testing.assert_allclose(out32, ref, rtol=2e-4, atol=2e-4)  # condition numbers here are below 30
+
+
+def test_compiled_vjp_batched_matches_jax(graph, jax_jacobian):
+    """Batch element 0 is ``graph.args`` (JAX reference), element 1 another point (graph reference)."""
+    args = _batched_args()
+    rng = np.random.default_rng(8)
+    w = rng.standard_normal((2, jax_jacobian[0].shape[0]))
+    _, vjp_fn = sg.vjp(all_ops, *args, signature=SIG)
+    bars = vjp_fn(w)
+    other = Graph(all_ops, tuple(a[1] for a in args)).vjp(w[1])
+    for k, (got, block) in enumerate(zip(bars, jax_jacobian)):
+        ref = np.tensordot(w[0], block, axes=1)
+        g0 = got[0]
+        if k == 1:
+            g0, ref = g0 + g0.T, ref + ref.T
+        np.testing.assert_allclose(g0, ref, rtol=1e-11, atol=1e-12)
+        np.testing.assert_allclose(got[1], other[k], rtol=1e-11, atol=1e-12)
+
+
+def _loglik(xp):
+    def loglik(mu, S, Y):
+        sign, logdet = xp.linalg.slogdet(S)
+        R = Y - mu
+        return -0.5 * (Y.shape[0] * logdet + xp.sum(R.T * xp.linalg.solve(S, R.T)) + Y.size * np.log(2 * np.pi))
+    return loglik
+
+
+@pytest.mark.slow
+def test_gaussian_loglik_hessian_batched_matches_jax():
+    rng = np.random.default_rng(9)
+    n, m, batch = 3, 6, 2
+    a = rng.standard_normal((batch, n, n))
+    S = a @ np.swapaxes(a, 1, 2) + n * np.eye(n)
+    mu, Y = rng.standard_normal((batch, n)), rng.standard_normal((batch, m, n))
+    H = sg.hessian(_loglik(np), argnums=(0, 1), signature="(n),(n,n),(m,n)->()")(mu, S, Y)
+    ref = jax.jit(jax.vmap(jax.hessian(_loglik(jnp), argnums=(0, 1))))(mu, S, Y)
+    for i in range(2):
+        for j in range(2):
+            np.testing.assert_allclose(H[i][j], ref[i][j], rtol=1e-12, atol=1e-13, err_msg=f"H[{i}][{j}]")
+
+
+def test_gaussian_loglik_example_numbers():
+    from .example_runner import ROOT, run_example
+
+    r = run_example(ROOT / "examples" / "gaussian_loglik.py")
+    assert getattr(r, "returncode", None) == 0, getattr(r, "stderr", r)
+    lines = dict(line.split(": ", 1) for line in r.stdout.splitlines())
+    assert float(lines["log-likelihood"]) == pytest.approx(float(lines["scipy logpdf sum"]), rel=1e-13)
+    for key in ("grad mu", "grad S", "hessian mu,mu", "hessian mu,S", "hessian S,S"):
+        assert float(lines[f"{key} rel error"]) < 1e-13, key
+
+
+# -- np.linalg.norm ------------------------------------------------------------------------------------------
+
+def _norms(xp):
+    la = xp.linalg
+
+    def norms(x):
+        return xp.stack([la.norm(x), la.norm(x, 1), la.norm(x, 2), la.norm(x, xp.inf), la.norm(x, -xp.inf)])
+    return norms
+
+
+norms, norms_jax = _norms(np), _norms(jnp)
+KINKS = np.array([
+    [0.0, 0.0, 0.0, 0.0],        # every norm at 0: JAX's values where finite, else 0
+    [1.0, -1.0, 0.5, -0.5],      # ties in max |x| and min |x|
+    [0.0, -0.0, 2.0, -3.0],      # zeros (ord=1 kink, -inf tie at 0), signed zero
+    [0.3, -1.2, 2.5, 0.7],       # smooth
+])
+
+
+def test_norm_gradients_at_kinks_match_jax_compiled():
+    """One compiled JVP with basis tangents gives values and full Jacobians at every point."""
+    n = KINKS.shape[1]
+    x = np.repeat(KINKS, n, axis=0)
+    eye = np.tile(np.eye(n), (len(KINKS), 1))
+    out, jac = sg.jvp(norms, (x,), (eye,), signature="(n)->(p)")
+    got = jac.reshape(len(KINKS), n, -1).transpose(0, 2, 1)
+    ref = np.array(jax.jit(jax.vmap(jax.jacfwd(norms_jax)))(KINKS))  # jacrev spreads the NaN to every row
+    ref[0, [0, 2]] = 0.0  # JAX: NaN for the 2-norm at 0; symgrad: 0 (documented)
+    assert np.all(np.isfinite(got))
+    np.testing.assert_allclose(got, ref, rtol=1e-15, atol=1e-15)
+    np.testing.assert_allclose(out.reshape(len(KINKS), n, -1)[:, 0], [norms(k) for k in KINKS], rtol=1e-15)
+    assert got[0, 3].tolist() == [1 / 8] * 4  # 1/(2n) at 0 for inf: JAX's max(0, max|x|) tie
+
+
+def test_norm_values_nan_inf_and_float32_compiled():
+    f = sg.jit(norms, signature="(n)->(p)")
+    x = np.array([[1.0, np.nan, 2.0, 0.0], [1.0, -np.inf, 2.0, 0.5], [3.0, -4.0, 0.0, 1.0]])
+    with np.errstate(invalid="ignore"):
+        ref = np.array([norms(v) for v in x])
+    np.testing.assert_array_equal(np.isnan(f(x)), np.isnan(ref))
+    np.testing.assert_allclose(f(x), ref, rtol=1e-15)
+    out32 = f(x[2:].astype(np.float32))
+    assert out32.dtype == np.float32
+    np.testing.assert_allclose(out32, ref[2:], rtol=1e-6)
+
+
+@pytest.mark.parametrize("kw", [dict(), dict(ord="fro"), dict(axis=0), dict(axis=1, ord=1),
+                                dict(axis=-1, ord=np.inf, keepdims=True), dict(axis=(1, 0), keepdims=True),
+                                dict(axis=0, ord=-np.inf)], ids=str)
+def test_matrix_and_axis_norms_on_graph(kw):
+    """Values vs NumPy and gradients (of a weighted sum) vs JAX, on the traced graph."""
+    x = np.array([[0.5, -2.0, 1.5], [3.0, 0.25, -1.0]])
+    weights = np.arange(1.0, 1.0 + np.size(np.linalg.norm(x, **kw))).reshape(np.shape(np.linalg.norm(x, **kw)))
+    gr = Graph(lambda x: np.linalg.norm(x, **kw), (x,))
+    (val,) = gr.eval(gr.p.outputs)
+    np.testing.assert_allclose(val, np.linalg.norm(x, **kw), rtol=1e-15)
+    (bar,) = gr.vjp(weights)
+    ref = jax.grad(lambda x: jnp.sum(jnp.linalg.norm(x, **kw) * weights))(x)
+    np.testing.assert_allclose(bar, ref, rtol=1e-14, atol=1e-15)
+
+
+def test_norm_hessian_at_zero_is_finite():
+    gr = Graph(lambda x: np.linalg.norm(x), (np.zeros(3),))
+    (h,) = gr.eval([hessian_nodes(gr.g, gr.p.outputs[0], gr.p.inputs)[0][0]])
+    assert np.array_equal(h, np.zeros((3, 3)))
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda x: np.linalg.norm(x, 3), "norm(..., ord=3) of a vector"),
+    (lambda x: np.linalg.norm(np.reshape(x, (2, 2)), 2), "norm(..., ord=2) of a matrix"),
+    (lambda x: np.linalg.eigh(np.reshape(x, (2, 2)), UPLO="U"), "UPLO='U'"),
+    (lambda x: np.linalg.det(x), "det of a core of shape (4,)"),
+    (lambda x: np.linalg.lstsq(np.reshape(x, (2, 2)), x[:2])[1] + 1.0, "lstsq's residuals"),
+])
+def test_unsupported_forms_raise(call, message):
+    with pytest.raises(sg.UnsupportedOperationError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        trace_program(call, (np.ones(4),), [(4,)])

@@ -129,7 +129,7 @@ def _sum(ctx, x: Tracer, axes: tuple[int, ...]) -> Tracer:
 def _two_norm(ctx, x: Tracer, axes) -> Tracer:
     """sqrt(sum x^2), with value and every derivative 0 at x = 0 (the untaken sqrt branch is never differentiated)."""
     s = _sum(ctx, ctx.apply("mul", x, x), axes)
-    return ctx.apply("where", ctx.apply("gt", s, 0.0), ctx.apply("sqrt", s), 0.0)
+    return ctx.apply("where", ctx.apply("eq", s, 0.0), 0.0, ctx.apply("sqrt", s))  # NaN stays NaN
 
 
 def _vector_norm(ctx, x: Tracer, ord, axis: int) -> Tracer:
