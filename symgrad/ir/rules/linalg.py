@@ -158,16 +158,21 @@ def _arr(ctx, a: str) -> str:
 
 
 def _emit_call(call: str, item: str = "", scalar: bool = False):
+    """One statement ``{out} = np.linalg.<call>(...)``: a statement, so a scalar result (det) is
+    computed once and never inlined into an elementwise loop."""
     def emit(ctx, node, a):
         text = f"np.linalg.{call}({', '.join(_arr(ctx, x) for x in a)}){item}"
-        return f"{ctx.dtype_expr}({text})" if scalar else text  # Numba's det/slogdet of float32 are float64
+        return [f"{{out}} = {ctx.dtype_expr}({text})" if scalar else f"{{out}} = {text}"]  # float32 det: float64
     return emit
 
 
 def _emit_lstsq(ctx, node, a):
     m, n = ctx.graph.shape(node.args[0])
     rcond = float(np.finfo(ctx.dtype).eps) * max(m, n)  # NumPy's rcond=None
-    return f"np.linalg.lstsq({_arr(ctx, a[0])}, {_arr(ctx, a[1])}, {rcond!r})[0]"
+    return [f"{{out}} = np.linalg.lstsq({_arr(ctx, a[0])}, {_arr(ctx, a[1])}, {rcond!r})[0]"]
+
+
+STATEMENT_OPS = {"inv", "solve", "det", "slogdet_sign", "slogdet_logabs", "cholesky", "eigh_w", "eigh_v", "lstsq"}
 
 
 # -- graph helpers for the rules ----------------------------------------------------------------
