@@ -152,16 +152,18 @@ def _np_eigh(which):
 
 # -- emission through Numba's np.linalg -------------------------------------------------------
 
-def _arr(ctx, a: str) -> str:
-    """A C-contiguous array of the kernel's dtype (Numba's np.linalg needs both; constants are float64)."""
-    return f"np.ascontiguousarray({a}).astype({ctx.dtype_expr})"
+def _arr(ctx, node, k: int, a: str) -> str:
+    """Argument ``k`` as Numba's np.linalg wants it: C-contiguous (no copy if it already is), and
+    of the kernel's dtype (array constants are stored as float64, so they are cast)."""
+    text = f"np.ascontiguousarray({a})"
+    return f"{text}.astype({ctx.dtype_expr})" if ctx.graph[node.args[k]].op == "const" else text
 
 
 def _emit_call(call: str, item: str = "", scalar: bool = False):
     """One statement ``{out} = np.linalg.<call>(...)``: a statement, so a scalar result (det) is
     computed once and never inlined into an elementwise loop."""
     def emit(ctx, node, a):
-        text = f"np.linalg.{call}({', '.join(_arr(ctx, x) for x in a)}){item}"
+        text = f"np.linalg.{call}({', '.join(_arr(ctx, node, k, x) for k, x in enumerate(a))}){item}"
         return [f"{{out}} = {ctx.dtype_expr}({text})" if scalar else f"{{out}} = {text}"]  # float32 det: float64
     return emit
 
@@ -169,7 +171,7 @@ def _emit_call(call: str, item: str = "", scalar: bool = False):
 def _emit_lstsq(ctx, node, a):
     m, n = ctx.graph.shape(node.args[0])
     rcond = float(np.finfo(ctx.dtype).eps) * max(m, n)  # NumPy's rcond=None
-    return [f"{{out}} = np.linalg.lstsq({_arr(ctx, a[0])}, {_arr(ctx, a[1])}, {rcond!r})[0]"]
+    return [f"{{out}} = np.linalg.lstsq({_arr(ctx, node, 0, a[0])}, {_arr(ctx, node, 1, a[1])}, {rcond!r})[0]"]
 
 
 STATEMENT_OPS = {"inv", "solve", "det", "slogdet_sign", "slogdet_logabs", "cholesky", "eigh_w", "eigh_v", "lstsq"}
