@@ -6,6 +6,21 @@ gufunc signature such as ``"(n,n)->()"``; NumPy's stacked ``(..., n, n)`` inputs
 are the batch axes of that signature).  Options NumPy has but symgrad cannot
 differentiate raise :class:`UnsupportedOperationError` naming them.
 
+Shapes (core shapes; float32 or float64): ``det``/``slogdet`` (n, n) -> () and ((), ());
+``inv``/``cholesky`` (n, n) -> (n, n); ``solve`` (n, n), (n,) or (n, k) -> like b; ``eigh``
+(n, n) -> ((n,), (n, n)), eigenvalues ascending; ``lstsq`` (m, n), (m,) or (m, k) with m >= n ->
+(n,) or (n, k) and three placeholders for the residuals, rank and singular values.
+
+Raises:
+  UnsupportedOperationError: a core that is not one matrix (e.g. the default scalar cores), an
+    option symgrad does not differentiate (``eigh(UPLO='U')``, ``lstsq(rcond=...)``,
+    ``cholesky(upper=True)``, matrix norms other than Frobenius, vector ``ord`` other than
+    None/1/2/inf/-inf), or a use of ``lstsq``'s residuals, rank or singular values.
+  ValueError: shapes that do not match (``solve`` with a b of the wrong length; ``lstsq`` with
+    m < n, whose minimum-norm solution has no rule here).
+  numpy.linalg.LinAlgError: at run time, from the compiled kernel, for a singular matrix (or, for
+    cholesky, one not positive definite) and for NaN or inf entries.
+
 ``norm`` conventions at kinks (JAX's values where JAX is finite):
 
 * ``ord=None/2/'fro'`` at ``x = 0``: gradient 0 (JAX gives NaN there; 0 is the
