@@ -6,18 +6,10 @@ Public API (JAX's names): :func:`jit`, :func:`grad`, :func:`value_and_grad`, :fu
 :class:`GradientTape`, :class:`ForwardAccumulator`, :func:`constant`, :class:`Variable`;
 teaching: :func:`explain`.  Errors derive from :class:`SymgradError`.
 """
+import sys as _sys
+import types as _types
+
 from ._version import __version__
-from . import ir  # noqa: F401  (registers the primitives)
-from .api.accumulator import ForwardAccumulator
-from .api.control import stop_gradient
-from .api.custom import custom_gradient
-from .api.eager import EagerTensor, constant, convert_to_tensor
-from .api.explain import explain
-from .api.explanation import Explanation
-from .api.functions import grad, hessian, hvp, jacobian, jit, jvp, value_and_grad, vjp
-from .api.tape import GradientTape
-from .api.traced import Traced, trace
-from .api.variables import Variable
 from .errors import (ArgumentError, CacheWarning, DTypeError, RuleError, ShapeError, SignatureError,
                      SymgradError, SymgradWarning, TraceError, UnsupportedOperationError)
 
@@ -30,3 +22,61 @@ __all__ = [
     "SymgradError", "TraceError", "UnsupportedOperationError", "SignatureError", "ShapeError",
     "DTypeError", "RuleError", "ArgumentError", "CacheWarning", "SymgradWarning",
 ]
+
+
+class _Package(_types.ModuleType):
+    """symgrad's module type: a subpackage named like an API function (``symgrad.trace``) is
+    not bound over that function when it is imported before the API is loaded."""
+
+    def __setattr__(self, name, value):
+        if name in __all__ and isinstance(value, _types.ModuleType):
+            return
+        super().__setattr__(name, value)
+
+
+_sys.modules[__name__].__class__ = _Package
+
+
+def __getattr__(name):
+    """Load the API on first use (PEP 562), so that importing ``symgrad.runtime`` or
+    ``symgrad.compile.recipe`` alone (as Dask workers do) pulls in neither SymPy nor the tracer."""
+    if name.startswith("__") or _API_STATE["loading"]:  # (submodules are being imported by _load_api)
+        raise AttributeError(f"module 'symgrad' has no attribute {name!r}")
+    _load_api()
+    try:
+        return globals()[name]
+    except KeyError:
+        raise AttributeError(f"module 'symgrad' has no attribute {name!r}") from None
+
+
+def __dir__():
+    _load_api()
+    return sorted(globals())
+
+
+_API_STATE = {"loading": False}
+
+
+def _load_api():
+    if _API_STATE["loading"]:
+        return
+    _API_STATE["loading"] = True
+    try:
+        _import_api()
+    finally:
+        _API_STATE["loading"] = False
+
+
+def _import_api():
+    from . import ir  # noqa: F401  (registers the primitives)
+    from .api.accumulator import ForwardAccumulator
+    from .api.control import stop_gradient
+    from .api.custom import custom_gradient
+    from .api.eager import EagerTensor, constant, convert_to_tensor
+    from .api.explain import explain
+    from .api.explanation import Explanation
+    from .api.functions import grad, hessian, hvp, jacobian, jit, jvp, value_and_grad, vjp
+    from .api.tape import GradientTape
+    from .api.traced import Traced, trace
+    from .api.variables import Variable
+    globals().update({k: v for k, v in locals().items()})

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import symgrad
-from symgrad.compile import aot
+from symgrad import aot
 
 HERE = Path(__file__).resolve().parent
 FUNCS = HERE / "cli" / "funcs.py"

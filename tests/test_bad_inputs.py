@@ -345,8 +345,8 @@ section(
 
 section(
     "Indexing, mutation and leaked values",
-    Case("index-scalar-core", "`x[0]` with no signature (x is a scalar core)",
-         lambda: sg.grad(indexes_scalar)(np.ones(3)), IndexError,
+    Case("index-scalar-core", "`x[0]` on a scalar argument (core shape ())",
+         lambda: sg.grad(indexes_scalar)(1.0), IndexError,
          ("cannot index a traced scalar", "x[0] * 2.0", 'signature="(n)->()"')),
     Case("index-out-of-bounds", "`v[5]` with core size 3",
          lambda: sg.jit(index_too_far, signature="(n)->()")(np.ones(3)), IndexError,

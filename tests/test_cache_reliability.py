@@ -311,15 +311,19 @@ def test_processes_building_the_same_functions_at_once(tmp_path):
 # -- threads ---------------------------------------------------------------------------------------
 def test_first_call_racing_from_8_threads_builds_once(monkeypatch):
     import symgrad.api.compiled as compiled
+    import importlib
+
+    tracing = importlib.import_module("symgrad.trace.trace")  # (symgrad.trace is also the function)
 
     traces = []
-    real = compiled.trace_program
+    real = tracing.trace_program
 
     def counting(*a, **k):
         traces.append(threading.get_ident())
         return real(*a, **k)
 
     monkeypatch.setattr(compiled, "trace_program", counting)
+    monkeypatch.setattr(tracing, "trace_program", counting)  # used by trace_default
 
     def f(x, y):
         return np.tanh(1.375 * x) * y + np.log1p(y * y)

@@ -360,20 +360,23 @@ def kinks(x, y):
 
 
 def test_kink_conventions():
-    """abs'(0) = 0; maximum/minimum at a tie give the whole derivative to the first argument."""
+    """abs'(0) = 0; maximum/minimum at a tie split the derivative, 1/2 to each argument (JAX's values:
+    jax.grad of jnp.maximum(x, y) at x == y is 0.5 for each; jax.grad(jnp.abs)(0.) is 1, symgrad keeps
+    the minimal-norm subgradient 0)."""
     gk = sg.grad(kinks, argnums=(0, 1))
     x = np.array([0.0, 0.0, 2.0, -2.0, 1.0, -1.0, 0.5])
     y = np.array([0.0, 1.0, 1.0, 1.0, 3.0, -3.0, 0.5])
     gx, gy = gk(x, y)
-    dmax_x = (x >= y).astype(float)
-    dmin_x = (x <= y).astype(float)
+    dmax_x = np.where(x == y, 0.5, (x > y).astype(float))
+    dmin_x = np.where(x == y, 0.5, (x < y).astype(float))
     np.testing.assert_array_equal(gx, np.sign(x) + 2 * dmax_x + 3 * dmin_x)
     np.testing.assert_array_equal(gy, 2 * (1 - dmax_x) + 3 * (1 - dmin_x))
-    # spelled out at the tie x == y == 0: d/dx = 0 (abs) + 2 + 3, d/dy = 0
-    assert gx[0] == 5.0 and gy[0] == 0.0
-    # ReLU spelled np.maximum(x, 0) has derivative 1 at 0 (documented), np.maximum(0, x) has 0
-    assert sg.grad(lambda rx: np.maximum(rx, 0.0))(0.0) == 1.0
-    assert sg.grad(lambda rx: np.maximum(0.0, rx))(0.0) == 0.0
+    # spelled out at the tie x == y == 0: d/dx = 0 (abs) + 2/2 + 3/2, d/dy = 2/2 + 3/2
+    assert gx[0] == 2.5 and gy[0] == 2.5
+    # ReLU spelled np.maximum(x, 0) has derivative 1/2 at 0 either way round (jax.nn.relu's 0: np.where)
+    assert sg.grad(lambda rx: np.maximum(rx, 0.0))(0.0) == 0.5
+    assert sg.grad(lambda rx: np.maximum(0.0, rx))(0.0) == 0.5
+    assert sg.grad(lambda rx: np.where(rx > 0, rx, 0.0))(0.0) == 0.0
 
 
 def clip_unit(cx):
@@ -388,9 +391,10 @@ def test_clip_values():
 
 
 def test_clip_derivative():
-    # clip = minimum(maximum(x, lo), hi): derivative 1 inside [lo, hi] (bounds included), 0 outside
+    # clip = minimum(maximum(x, lo), hi): derivative 1 inside (lo, hi), 1/2 at the bounds (a tie, as
+    # jax.grad(jnp.clip) gives), 0 outside
     g = sg.grad(clip_unit)(CLIP_X)
-    np.testing.assert_array_equal(g, [0.0, 1.0, 1.0, 1.0, 1.0, 1.0, 0.0])
+    np.testing.assert_array_equal(g, [0.0, 0.5, 1.0, 1.0, 1.0, 0.5, 0.0])
 
 
 def unrolled_poly(x):

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import symgrad as sg
-from symgrad.compile import aot
+from symgrad import aot
 from symgrad.emit.names import check_names, comment_lines, docstring
 from symgrad.emit.prelude import HELPERS
 from symgrad.trace.names import RESERVED, identifier, unique

@@ -20,48 +20,20 @@ from ..compile.cache import cache_key, cached_module, load_module
 from ..emit.module import emit_module
 from ..emit.names import spec_name
 from ..errors import ArgumentError, SignatureError, SymgradWarning, format_error
-from ..trace.pytree import TreeDef, tree_flatten, tree_unflatten
+from ..trace.captures import Captures
+from ..trace.pytree import tree_flatten
 from ..trace.signature import parse_signature
-from ..trace.trace import TracedProgram, trace_program
+from ..trace.trace import TracedProgram, trace_default, trace_program
 from ..runtime.gufunc import PLAIN_TYPES
 from ..trace.tracer import Tracer
-from .build import build_kernel
+from .build import build_kernel, kernel_header
+from .argnums import leaf_ranges, normalize_argnums
+from .transformations import Assembly, transformation
 from .stabilize_pass import budget_of, stabilize_kernel
 
-__version_header__ = "symgrad"
 # Tracing, differentiating and loading run under one re-entrant lock: nested transformations build
 # inside an outer build on the same thread, and a first call racing from many threads builds once.
 _BUILD_LOCK = threading.RLock()
-
-
-def normalize_argnums(argnums, nargs: int, fn_name: str) -> tuple[tuple[int, ...], bool]:
-    """(tuple of argnums, whether the user gave a single int)."""
-    single = isinstance(argnums, (int, np.integer)) and not isinstance(argnums, bool)
-    nums = (argnums,) if single else argnums
-    if not isinstance(nums, (tuple, list)) or not all(
-            isinstance(a, (int, np.integer)) and not isinstance(a, bool) for a in nums):
-        raise TypeError(f"argnums must be an int or a tuple of ints; got {argnums!r} (for {fn_name}).\n"
-                        f"  Do instead: argnums=0, or argnums=(0, 1) for several arguments.")
-    out = []
-    for a in nums:
-        if not -nargs <= a < nargs:
-            raise ValueError(format_error(
-                f"argnums {a} is out of range for {fn_name} called with {nargs} positional argument(s)",
-                "argnums counts positional arguments from 0", f"use argnums between 0 and {nargs - 1}"))
-        if int(a) % nargs in out:
-            raise ValueError(format_error(
-                f"argnums {tuple(nums)!r} names argument {int(a) % nargs} of {fn_name} twice",
-                "each differentiated argument gets one gradient", "list each argument once"))
-        out.append(int(a) % nargs)
-    return tuple(out), single
-
-
-def _leaf_ranges(in_tree: TreeDef) -> list[range]:
-    ranges, start = [], 0
-    for child in in_tree.children:
-        ranges.append(range(start, start + child.num_leaves))
-        start += child.num_leaves
-    return ranges
 
 
 @dataclass
@@ -71,6 +43,7 @@ class Entry:
     program: TracedProgram
     source_path: str
     identity: bool
+    key: str = ""  # the generated module's cache key (a Dask KernelRecipe carries it to workers)
 
 
 class Compiled:
@@ -92,10 +65,13 @@ class Compiled:
         if not callable(fn):
             raise TypeError(f"expected a callable to transform; got {type(fn).__name__}")
         self.fn, self.kind, self.argnums = fn, kind, argnums
+        self.transformation = transformation(kind)
         self.name = getattr(fn, "__name__", "function")
         self.signature = parse_signature(signature, self.name)
         self.stabilize, self.parallel = stabilize, parallel
         self._entries: dict = {}
+        self._elementwise: dict = {}
+        self._captures: Captures | None = None  # what the traces read from outside the arguments  # with no signature: argument structure -> elementwise? (trace_default)
         self.plain_entries: dict = {}  # core shapes -> entry, for calls with plain ndarray arguments (hvp)
         call = self._call
         self.public = functools.partial(lambda *args, **kwargs: call(args, kwargs))
@@ -118,11 +94,26 @@ class Compiled:
             from .nested import call_traced
 
             return call_traced(self, args)
+        if self._captures:
+            self._retrace_if_captures_changed()
+        if _has_dask(leaves):  # lazy: one dask.array.apply_gufunc over the compiled kernel
+            entry = self.entry_for(args, leaves, in_tree)
+            return entry.assemble(run_entry(entry, leaves, self.name))
         entry = self.entry_for(args, leaves, in_tree)
         # leaves that are neither plain nor tracers (array-likes) are converted here, so the entry
         # point's fallback to this method cannot recur
         leaves = [leaf if isinstance(leaf, PLAIN_TYPES) else np.asarray(leaf) for leaf in leaves]
         return entry.assemble(entry.fn(*leaves))
+
+    def _retrace_if_captures_changed(self) -> None:
+        """Forget every trace when a number or array the function reads from outside its arguments
+        (a global, a closure cell, ``self.w``) changed since it was traced (see symgrad.trace.captures)."""
+        with _BUILD_LOCK:
+            if self._captures and self._captures.changed():
+                self._entries.clear()
+                self._elementwise.clear()
+                self.plain_entries.clear()
+                self._captures = None  # taken again by the next build
 
     def _bind_keywords(self, args, kwargs) -> tuple:
         """Keyword arguments moved to their positions, as Python would bind them."""
@@ -148,35 +139,45 @@ class Compiled:
         """The compiled entry for arguments structured like ``args`` (building it if new)."""
         if leaves is None:
             leaves, in_tree = tree_flatten(tuple(args))
-        if self.signature is None:
-            cores = [()] * len(leaves)
-        else:
+        program = None
+        if self.signature is not None:
             cores, _ = self.signature.bind([np.shape(l) for l in leaves], self.name)
-        key = (in_tree, tuple(cores))
+        elif self._elementwise.get(in_tree, True):
+            cores = [()] * len(leaves)  # elementwise (or not yet known): ufunc broadcasting
+        else:
+            cores = [np.shape(l) for l in leaves]  # JAX's semantics: each core is the whole shape
+        key = (in_tree, tuple(map(tuple, cores)))
         entry = self._entries.get(key)
         if entry is None:
             with _BUILD_LOCK:  # threads racing on a first call: one builds, the others wait and reuse it
+                if self.signature is None and in_tree not in self._elementwise:
+                    program = trace_default(self.fn, args, [np.shape(l) for l in leaves])
+                    self._elementwise[in_tree] = program.elementwise
+                    cores = [program.graph.shape(i) for i in program.inputs]
+                    key = (in_tree, tuple(map(tuple, cores)))
                 entry = self._entries.get(key)
                 if entry is None:
-                    entry = self._entries[key] = self._build(args, in_tree, cores)
-                    if (entry.identity and in_tree.kind == "tuple"
+                    if self._captures is None:
+                        self._captures = Captures(self.fn)
+                    entry = self._entries[key] = self._build(args, in_tree, cores, program)
+                    if (entry.identity and in_tree.kind == "tuple" and self._elementwise.get(in_tree, True)
+                            and not self._captures
                             and all(c.kind == "leaf" for c in in_tree.children)
-                            and _fixed_arity(self.fn) == len(leaves) and not _has_tracer(leaves)
+                            and _fixed_arity(self.fn) == len(leaves)
+                            and not any(isinstance(leaf, Tracer) for leaf in leaves)
                             and _same_parameters(entry.fn, self.fn)):
                         spec = entry.fn.__globals__[spec_name(entry.fn.__name__)]
                         spec.fallback = self._call
                         self._route(entry.fn)
         return entry
 
-    def _build(self, args, in_tree, cores) -> Entry:
-        program = trace_program(self.fn, args, [tuple(c) for c in cores])
+    def _build(self, args, in_tree, cores, program: TracedProgram | None = None) -> Entry:
+        if program is None:
+            program = trace_program(self.fn, args, [tuple(c) for c in cores])
         self._check_outputs(program)
         nums, single = normalize_argnums(self.argnums, len(args), self.name)
-        ranges = _leaf_ranges(in_tree)
-        if self.kind in ("jit", "vjp", "jvp"):
-            wrt = list(range(len(program.inputs)))
-        else:
-            wrt = [leaf for a in nums for leaf in ranges[a]]
+        ranges = leaf_ranges(in_tree)
+        wrt = self.transformation.wrt(len(program.inputs), nums, ranges)
         key = cache_key(program.fingerprint(), program.arg_names, self.kind, wrt, single, self.stabilize,
                         self.parallel)
         kname = f"{program.name}_{self.kind}"
@@ -184,13 +185,15 @@ class Compiled:
         if module is None:
             built = build_kernel(program, self.kind, wrt, self.parallel)
             _warn_if_large(program, built.kernel)
-            header = _header(program, self.kind)
+            header = kernel_header(program, self.kind)
             if self.stabilize:
                 header += stabilize_kernel(program.graph, built.kernel, budget_of(self.stabilize))
             module = load_module(kname, key, emit_module(program.graph, [built.kernel], header))
         fn = getattr(module, kname)
-        assemble, identity = _assembler(self.kind, program, nums, single, ranges, wrt)
-        return Entry(fn, assemble, program, module.__file__, identity)
+        assembly = Assembly(program, nums, single, ranges, wrt)
+        t = self.transformation
+        return Entry(fn, lambda flat: t.assemble(assembly, flat), program, module.__file__, t.identity(assembly),
+                     key)
 
     def _check_outputs(self, p: TracedProgram) -> None:
         sig = self.signature
@@ -245,53 +248,16 @@ def _same_parameters(entry_fn, fn) -> bool:
         return False
 
 
-def _has_tracer(leaves) -> bool:
-    return any(isinstance(leaf, Tracer) for leaf in leaves)
+def _has_dask(leaves) -> bool:
+    """A leaf is a Dask array (checked by module name: Dask is imported only when it is used)."""
+    return any(type(leaf).__module__.startswith("dask.") for leaf in leaves)
 
 
-def _header(p: TracedProgram, kind: str) -> list[str]:
-    from .._version import __version__
+def run_entry(entry: Entry, leaves, fn_name: str):
+    """``entry.fn(*leaves)``, or with a Dask array among ``leaves`` its lazy Dask equivalent
+    (:func:`symgrad.api.dask_arrays.apply_entry`)."""
+    if _has_dask(leaves):
+        from .dask_arrays import apply_entry
 
-    return [f"Generated by symgrad {__version__} from {p.origin} `{p.name}({', '.join(p.arg_names)})`: {kind}.",
-            "Do not edit; regenerate with symgrad. Kernels: <name>_f64/_f32 (one batch element),",
-            "<name>_f64_batch/_f32_batch (loop over the batch axis), <name> (NumPy gufunc entry point).",
-            f"program sha256 {p.fingerprint()[:16]}"]
-
-
-def _as_list(flat, n):
-    return [flat] if n == 1 else list(flat)
-
-
-def _assembler(kind, p: TracedProgram, nums, single, ranges, wrt):
-    """(function mapping flat kernel results to the user's structure, is-identity flag)."""
-    n_out = len(p.outputs)
-
-    def per_arg(values):
-        pos = {leaf: v for leaf, v in zip(wrt, values)}
-        trees = tuple(tree_unflatten(p.in_tree.children[a], [pos[l] for l in ranges[a]]) for a in nums)
-        return trees[0] if single else trees
-
-    if kind == "jit":
-        ident = p.out_tree.kind == "leaf" or (p.out_tree.kind == "tuple" and n_out > 1 and
-                                              all(c.kind == "leaf" for c in p.out_tree.children))
-        return (lambda flat: tree_unflatten(p.out_tree, _as_list(flat, n_out))), ident
-    if kind == "grad":
-        ident = all(p.in_tree.children[a].kind == "leaf" for a in nums) and (single or len(nums) > 1)
-        return (lambda flat: per_arg(_as_list(flat, len(wrt)))), ident
-    if kind == "value_and_grad":
-        return (lambda flat: (flat[0], per_arg(list(flat[1:])))), False
-    if kind == "jacobian":
-        def jac(flat):
-            vals = _as_list(flat, n_out * len(wrt))
-            rows = [per_arg(vals[i * len(wrt):(i + 1) * len(wrt)]) for i in range(n_out)]
-            return tree_unflatten(p.out_tree, rows)
-        ident = (n_out == 1 and single and p.out_tree.kind == "leaf"
-                 and p.in_tree.children[nums[0]].kind == "leaf")
-        return jac, ident
-    if kind == "hessian":
-        def hess(flat):
-            vals = _as_list(flat, len(wrt) ** 2)
-            rows = [per_arg(vals[i * len(wrt):(i + 1) * len(wrt)]) for i in range(len(wrt))]
-            return per_arg(rows)
-        return hess, False
-    return (lambda flat: flat), False
+        return apply_entry(entry, list(leaves), fn_name)
+    return entry.fn(*leaves)

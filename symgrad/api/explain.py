@@ -6,8 +6,9 @@ traced graph: visit nodes in reverse topological order; every consumer ``c`` of
 a node ``t`` sends back ``c_bar * dc/dt``, reduced to ``t``'s shape (a sum over
 broadcast axes; ``G Bᵀ`` and ``Aᵀ G`` for a matrix product ``A B``), and
 ``t_bar`` is the sum of what arrives.  Forward mode pushes tangents the other
-way: ``t_dot = sum_i dt/da_i * a_i_dot``.  Both use the same derivative rules as
-the compiled transforms (:mod:`symgrad.transforms`), evaluated with NumPy.
+way: ``t_dot = sum_i dt/da_i * a_i_dot``.  Both are the compiled transforms' own passes
+(:func:`~symgrad.transforms.vjp.vjp_nodes`, :func:`~symgrad.transforms.jvp.jvp_nodes`), narrated
+through their ``on_step`` callbacks and evaluated with NumPy.
 """
 from __future__ import annotations
 
@@ -15,8 +16,9 @@ import numpy as np
 import sympy as sp
 
 from ..ir.interpret import evaluate, sympy_number
-from ..ir.ops import REGISTRY, E
-from ..ir.rules.structural import index_to_source, parse_spec, unbroadcast
+from ..ir.ops import REGISTRY
+from ..ir.rules.structural import index_to_source, parse_spec
+from ..transforms import jvp_nodes, vjp_nodes
 from ..trace.pytree import tree_flatten
 from .explanation import AdjointStep, Contribution, Explanation, NodeStep, TangentStep
 from .traced import Traced
@@ -70,11 +72,10 @@ def explain(fun, *args, signature: str | None = None, mode: str = "reverse", tan
                         g.shape(n), values[n]) for n in order]
     fname = getattr(fun, "__name__", type(fun).__name__)
     result = Explanation(fname, mode, names[out], forward)
-    with g.derivative_mode():
-        if mode == "reverse":
-            _reverse(g, p, out, order, ref, env, result)
-        else:
-            _forward(g, p, out, order, ref, env, _seed(p, args, tangents), result)
+    if mode == "reverse":
+        _reverse(g, p, out, order, ref, env, result)
+    else:
+        _forward(g, p, out, order, ref, env, _seed(p, args, tangents), result)
     return result
 
 
@@ -194,47 +195,33 @@ def _broadcast_note(arg_shape, out_shape) -> str:
 
 
 def _reverse(g, p, out, order, ref, env, result: Explanation) -> None:
-    adj = {out: g.const(np.ones(g.shape(out)))}
+    """Narrate :func:`~symgrad.transforms.vjp.vjp_nodes` (the compiled reverse pass) step by step."""
     pending: dict[int, list[tuple]] = {}  # node -> [(consumer, upstream id, local, local id, contrib id, note)]
-    computed = set(order)
-    for nid in reversed(order):
+    final: dict[int, int] = {}            # node -> its complete adjoint
+
+    def step(nid, ct, sent):
+        final[nid] = ct
         node = g[nid]
-        if nid not in adj or node.op == "input":
-            continue
-        op = REGISTRY[node.op]
-        if op.nondiff:
-            continue
         arg_names = [ref.name(a) for a in node.args]
-        ct_name = f"{ref.name(nid)}_bar"
-        if op.elementwise:
-            partials = op.partials(E(g, nid), *[E(g, a) for a in node.args])
-            contribs = []
-            for a, pe in zip(node.args, partials):
-                if pe is None or a not in computed:
-                    continue
-                c = unbroadcast(g, g.apply("mul", adj[nid], pe.id), g.shape(a), 0)
-                contribs.append((a, ref.partial_text(pe.id), pe.id, c, _broadcast_note(g.shape(a), node.shape)))
-        else:
-            cts = op.vjp(g, node, adj[nid], 0)
-            contribs = []
-            for k, (a, c) in enumerate(zip(node.args, cts)):
-                if c is None or a not in computed:
-                    continue
-                rule, note = _structural_rule(g, node, k, ct_name, arg_names)
-                contribs.append((a, rule, None, c, note))
-        for a, local, local_id, c, note in contribs:
-            pending.setdefault(a, []).append((ref.name(nid), adj[nid], local, local_id, c, note))
-            adj[a] = c if a not in adj else g.apply("add", adj[a], c)
+        for k, a, c, partial in sent:
+            if partial is not None:
+                local, note = ref.partial_text(partial), _broadcast_note(g.shape(a), node.shape)
+            else:
+                local, note = _structural_rule(g, node, k, f"{ref.name(nid)}_bar", arg_names)
+            pending.setdefault(a, []).append((ref.name(nid), ct, local, partial, c, note))
+
+    bars = vjp_nodes(g, [out], [g.const(np.ones(g.shape(out)))], p.inputs, on_step=step)
+    final.update({i: b for i, b in zip(p.inputs, bars) if b is not None})
     ids = sorted({i for lst in pending.values() for e in lst for i in (e[1], e[3], e[4]) if i is not None}
-                 | set(adj.values()))
+                 | set(final.values()))
     val = dict(zip(ids, evaluate(g, ids, env)))
     for nid in reversed(order):
         if nid == out or nid not in pending:
             continue
         contribs = tuple(Contribution(cons, val[up], local, None if lid is None else val[lid], val[c], note)
                          for cons, up, local, lid, c, note in pending[nid])
-        result.backward.append(AdjointStep(ref.name(nid), g.shape(nid), contribs, val[adj[nid]]))
-    result.gradient = {n: (val[adj[i]] if i in adj else np.zeros(g.shape(i)))
+        result.backward.append(AdjointStep(ref.name(nid), g.shape(nid), contribs, val[final[nid]]))
+    result.gradient = {n: (val[final[i]] if i in final else np.zeros(g.shape(i)))
                        for i, n in zip(p.inputs, p.arg_names)}
 
 
@@ -258,53 +245,41 @@ def _seed(p, args, tangents) -> list[np.ndarray]:
 
 
 def _forward(g, p, out, order, ref, env, seeds, result: Explanation) -> None:
-    tan: dict[int, int] = {}
+    """Narrate :func:`~symgrad.transforms.jvp.jvp_nodes` (the compiled forward pass) step by step."""
     env = dict(env)
+    tangents = []
     for i, n, s in zip(p.inputs, p.arg_names, seeds):
-        tan[i] = g.input(f"{n}_dot", g.shape(i))
-        env[tan[i]] = s
+        t = g.input(f"{n}_dot", g.shape(i))
+        env[t] = s
         result.seed[n] = s
+        tangents.append(t)
+    has_tangent = set(p.inputs)
     records = []
-    for nid in order:
+
+    def step(nid, tangent, terms):
         node = g[nid]
-        if node.op == "input":
-            continue
-        op = REGISTRY[node.op]
-        arg_t = [tan.get(a) for a in node.args]
-        if op.nondiff or all(t is None for t in arg_t):
-            continue
-        dots = [f"{ref.name(a)}_dot" if t is not None else "0" for a, t in zip(node.args, arg_t)]
+        dots = [f"{ref.name(a)}_dot" if a in has_tangent else "0" for a in node.args]
+        has_tangent.add(nid)
         note = ""
-        if op.elementwise:
-            partials = op.partials(E(g, nid), *[E(g, a) for a in node.args])
-            terms, texts, outt = [], [], None
-            for a, pe, t, d in zip(node.args, partials, arg_t, dots):
-                if pe is None or t is None:
-                    continue
-                local = ref.partial_text(pe.id)
-                terms.append((ref.name(a), local))
-                texts.append(d if local == "1" else f"{_factor(local)} * {d}")
-                term = g.apply("mul", pe.id, t)
-                outt = term if outt is None else g.apply("add", outt, term)
+        if REGISTRY[node.op].elementwise:
+            shown, texts = [], []
+            for k, a, partial in terms:
+                local = ref.partial_text(partial)
+                shown.append((ref.name(a), local))
+                texts.append(dots[k] if local == "1" else f"{_factor(local)} * {dots[k]}")
                 if g.shape(a) != node.shape:
-                    note = f"{d} broadcasts from {g.shape(a)} to {node.shape}"
-            if outt is None:
-                continue
-            if g.shape(outt) != node.shape:
-                outt = g.apply("broadcast_to", outt, params=(node.shape,))
-            formula = " + ".join(texts)
+                    note = f"{dots[k]} broadcasts from {g.shape(a)} to {node.shape}"
+            records.append((nid, tangent, " + ".join(texts), tuple(shown), note))
         else:
-            outt = op.jvp(g, node, arg_t, 0)
-            if outt is None:
-                continue
-            terms, formula = (), _linear_formula(ref, g, nid, arg_t, dots)
-        tan[nid] = outt
-        records.append((nid, formula, tuple(terms), note))
-    ids = [tan[n] for n, *_ in records]
+            flags = [True if a in has_tangent else None for a in node.args]
+            records.append((nid, tangent, _linear_formula(ref, g, nid, flags, dots), (), note))
+
+    (out_dot,) = jvp_nodes(g, p.inputs, tangents, [out], on_step=step)
+    ids = [t for _, t, *_ in records]
     val = dict(zip(ids, evaluate(g, ids, env)))
-    for nid, formula, terms, note in records:
-        result.tangents.append(TangentStep(ref.name(nid), g.shape(nid), formula, terms, val[tan[nid]], note))
-    result.gradient = {"output_dot": val[tan[out]] if out in tan else np.zeros(g.shape(out))}
+    for nid, t, formula, terms, note in records:
+        result.tangents.append(TangentStep(ref.name(nid), g.shape(nid), formula, terms, val[t], note))
+    result.gradient = {"output_dot": val[out_dot] if out_dot is not None else np.zeros(g.shape(out))}
 
 
 def _linear_formula(ref, g, nid, arg_t, dots) -> str:

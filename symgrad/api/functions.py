@@ -1,8 +1,10 @@
 """Public transformations with JAX's names: jit, grad, vjp, jvp, jacobian, hessian, hvp.
 
-Shapes follow the NumPy gufunc model.  With ``signature=None`` every argument
-is a scalar core and compiled functions broadcast elementwise over arrays of
-any shape, like ufuncs.  With a signature such as ``"(n)->()"`` arguments have
+With ``signature=None`` the rule is decided while tracing
+(:func:`symgrad.trace.trace.trace_default`): a function that is elementwise in
+all its arguments has scalar cores and broadcasts over arrays of any shape, like
+a ufunc; any other function gets JAX's semantics, each argument's core being its
+whole shape at the call.  With a signature such as ``"(n)->()"`` arguments have
 the declared core dimensions and any extra leading dimensions are batch
 dimensions, looped over inside compiled code.  float32 inputs compute in
 float32, float64 in float64; integer inputs are converted to float64.
@@ -13,7 +15,7 @@ import numpy as np
 
 from ..errors import format_error
 from ..trace.pytree import tree_flatten, tree_unflatten
-from .compiled import Compiled
+from .compiled import Compiled, run_entry
 
 
 def _fn_name(fun) -> str:
@@ -58,7 +60,8 @@ def jit(fun, signature: str | None = None, *, stabilize: bool = True, parallel: 
 
     Args:
       fun: Python function of numpy-style arrays/scalars (pytrees allowed).
-      signature: gufunc signature such as ``"(n),()->()"``; None: all scalar cores.
+      signature: gufunc signature such as ``"(n),()->()"``; None: scalar cores (ufunc broadcasting) if
+        ``fun`` is elementwise, else each argument's whole shape is its core (JAX's semantics).
       stabilize: rewrite expressions into numerically stable forms (True, False, or a search
         budget in seconds per expression; default budget 2 s or ``$SYMGRAD_STABILIZE_BUDGET``).
       parallel: loop over large batches on all cores (``numba.prange``).
@@ -84,8 +87,9 @@ def grad(fun, argnums=0, signature: str | None = None, *, stabilize: bool = True
     Args:
       fun: function whose (only) output has core shape ``()``.
       argnums: int, or tuple of ints (then a tuple of gradients is returned).
-      signature: gufunc signature; None means every argument is a scalar core,
-        so ``grad(f)(x)`` on an array returns the elementwise derivatives.
+      signature: gufunc signature; None: for an elementwise ``fun``, ``grad(f)(x)`` on an array
+        returns the elementwise derivatives; for any other ``fun`` (``np.sum(x) ** 2``), the
+        gradient of the scalar output with respect to the whole array, as ``jax.grad``.
     Returns:
       Callable returning d out / d x with the shape of x (batch + core); units of out / x.
     Raises:
@@ -161,7 +165,7 @@ def vjp(fun, *primals, signature: str | None = None, stabilize: bool = True):
                 f"vjp of {_fn_name(fun)}: the cotangent has pytree structure {_tree_text(ct_tree)} but the output "
                 f"has {_tree_text(entry.program.out_tree)}", "vjp_fn(out_bar) takes one cotangent per output, "
                 "in the output's structure", "pass a cotangent shaped like the output"))
-        flat = entry.fn(*leaves, *ct_leaves)
+        flat = run_entry(entry, [*leaves, *ct_leaves], _fn_name(fun))
         flat = [flat] if len(leaves) == 1 else list(flat)
         return tuple(tree_unflatten(in_tree, flat))
 
@@ -180,7 +184,7 @@ def jvp(fun, primals, tangents, signature: str | None = None, stabilize: bool = 
     entry = kern.entry_for(primals)
     p_leaves, _ = tree_flatten(primals)
     t_leaves, t_tree = tree_flatten(tangents)
-    flat = entry.fn(*p_leaves, *t_leaves)
+    flat = run_entry(entry, [*p_leaves, *t_leaves], _fn_name(fun))
     n = len(entry.program.outputs)
     flat = list(flat)
     outs, dots = flat[:n], flat[n:]
@@ -208,7 +212,7 @@ def hvp(fun, primals, tangents, signature: str | None = None, stabilize: bool = 
     entry = kern.entry_for(primals)
     p_leaves, in_tree = tree_flatten(primals)
     t_leaves, _ = tree_flatten(tangents)
-    flat = entry.fn(*p_leaves, *t_leaves)
+    flat = run_entry(entry, [*p_leaves, *t_leaves], _fn_name(fun))
     flat = [flat] if len(p_leaves) == 1 else list(flat)
     out = tree_unflatten(in_tree, flat)
     return out[0] if len(primals) == 1 else out

@@ -69,7 +69,8 @@ class GradientTape(Recorder):
 
     def _on_variable_read(self, var, node: int) -> None:
         super()._on_variable_read(var, node)
-        self._read_vars[id(var)] = var
+        if getattr(var, "trainable", True):  # tf.Variable(trainable=False) is watched only by tape.watch
+            self._read_vars[id(var)] = var
 
     # -- watching --------------------------------------------------------------------
     def watch(self, tensor) -> None:
@@ -171,6 +172,9 @@ class GradientTape(Recorder):
         unconnected = _check_unconnected(unconnected_gradients)
         self._use("gradient")
         g = self._ctx.graph
+        for leaf in tree_flatten(target)[0]:
+            if is_variable(leaf):  # a Variable returned as the target (TF's ``result = v0``): read now, as TF does
+                self._on_variable_read(leaf, eager_node(self._ctx, leaf))
         outs, cts = self._targets(target, output_gradients)
         s_leaves, s_tree = tree_flatten(sources)
         groups = [self._source_nodes(s) for s in s_leaves]

@@ -15,11 +15,12 @@ from ..emit.names import Namespace
 from ..ir.interpret import evaluate
 from ..trace.pytree import tree_flatten
 from ..trace.signature import parse_signature
-from ..trace.trace import TracedProgram, trace_program
+from ..trace.trace import TracedProgram, trace_default, trace_program
 from ..transforms import hessian_nodes, jacobian_nodes, jvp_nodes, vjp_nodes
 from ..transforms.higher import gradient_nodes
-from .build import build_kernel
-from .compiled import _header, normalize_argnums
+from .build import build_kernel, kernel_header
+from .argnums import leaf_ranges, normalize_argnums
+from .transformations import scalar_output, transformation
 from .stabilize_pass import stabilize_kernel
 
 
@@ -56,14 +57,30 @@ class Traced:
     def __init__(self, fun, *example_args, signature: str | None = None):
         self.fun = fun
         self.args = example_args
+        self._signature = signature
         leaves, _ = tree_flatten(example_args)
         sig = parse_signature(signature, getattr(fun, "__name__", "function"))
-        cores = [()] * len(leaves) if sig is None else sig.bind([np.shape(l) for l in leaves], fun.__name__)[0]
-        self.program: TracedProgram = trace_program(fun, example_args, [tuple(c) for c in cores])
+        if sig is None:
+            self.program: TracedProgram = trace_default(fun, example_args, [np.shape(l) for l in leaves])
+        else:
+            cores = sig.bind([np.shape(l) for l in leaves], fun.__name__)[0]
+            self.program = trace_program(fun, example_args, [tuple(c) for c in cores])
         g = self.program.graph
         self.symbols = [_symbols(n, g.shape(i)) for n, i in zip(self.program.arg_names, self.program.inputs)]
         self._env = dict(zip(self.program.inputs, self.symbols))
         self._kernels: dict = {}
+
+    @property
+    def signature(self) -> str | None:
+        """The gufunc signature the function was traced with.
+
+        With an explicit signature, that text.  With none, the rule inferred while tracing: None for a
+        function found elementwise (ufunc broadcasting over scalar cores), else the whole shapes at
+        the example arguments written as fixed-size core dimensions, e.g. ``"(3)->()"``.
+        """
+        if self._signature is not None:
+            return self._signature
+        return None if self.program.elementwise else self.program.signature_text()
 
     # -- expressions ---------------------------------------------------------------
     def _sympy(self, nodes, extra_env=None, simplify=False):
@@ -76,11 +93,7 @@ class Traced:
 
     def _wrt(self, argnums):
         nums, _ = normalize_argnums(argnums, len(self.args), self.program.name)
-        ranges, start = [], 0
-        for child in self.program.in_tree.children:
-            ranges.append(range(start, start + child.num_leaves))
-            start += child.num_leaves
-        return [leaf for a in nums for leaf in ranges[a]]
+        return transformation("grad").wrt(len(self.program.inputs), nums, leaf_ranges(self.program.in_tree))
 
     @property
     def expr(self):
@@ -129,9 +142,7 @@ class Traced:
         return [_to_sympy(env[c]) for c in cts], self._sympy(bars, env, simplify)
 
     def _scalar_out(self) -> int:
-        from .build import _scalar_output
-
-        return _scalar_output(self.program, "gradient")
+        return scalar_output(self.program, "gradient")
 
     # -- generated code --------------------------------------------------------------
     def _kernel(self, kind: str, argnums, stabilize: bool):
@@ -139,10 +150,10 @@ class Traced:
         cached = self._kernels.get(key)
         if cached is None:
             p = self.program
-            wrt = list(range(len(p.inputs))) if kind in ("jit", "vjp", "jvp") else self._wrt(argnums)
+            wrt = list(range(len(p.inputs))) if transformation(kind).all_leaves else self._wrt(argnums)
             fresh = trace_program(self.fun, self.args, [p.graph.shape(i) for i in p.inputs])
             built = build_kernel(fresh, kind, wrt)
-            header = _header(fresh, kind)
+            header = kernel_header(fresh, kind)
             if stabilize:
                 header += stabilize_kernel(fresh.graph, built.kernel)
             cached = self._kernels[key] = (fresh, built.kernel, header)
@@ -165,6 +176,11 @@ class Traced:
     def __str__(self) -> str:
         args = ", ".join(self.program.arg_names)
         return f"{self.program.name}({args}) = {self.expr}"
+
+    def __repr__(self) -> str:
+        sig = self.signature
+        how = f"signature {sig!r}" if sig is not None else "elementwise (ufunc broadcasting)"
+        return f"<symgrad.Traced {self.program.name}({', '.join(self.program.arg_names)}), {how}>"
 
     def _repr_latex_(self) -> str:
         """Jupyter: the function and, for a scalar output, its gradient, as LaTeX."""

@@ -33,7 +33,7 @@ def _resolve_targets(targets: list[str]) -> list:
 
 
 def run(args) -> int:
-    from ..compile import aot
+    from .. import aot
 
     if not args.output.endswith(".py"):
         raise CLIError(f"-o {args.output}: the output must be a .py file")

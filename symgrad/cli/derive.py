@@ -83,7 +83,7 @@ def derive(fn, kind: str, *, wrt: str | None = None, signature: str | None = Non
     import sympy as sp
 
     from ..api.build import build_kernel
-    from ..api.compiled import _header
+    from ..api.build import kernel_header
     from ..api.traced import Traced, _symbols, _to_sympy
     from ..emit.module import KernelDef, emit_module
     from ..emit.printer import KernelIO
@@ -142,7 +142,7 @@ def derive(fn, kind: str, *, wrt: str | None = None, signature: str | None = Non
     source = None
     if show_code:
         with progress.stage("emit"):
-            source = emit_module(g, [kernel], _header(p, kind) + header)
+            source = emit_module(g, [kernel], kernel_header(p, kind) + header)
     function = traced.expr
     return Derivation(p.name, list(p.arg_names), function, outputs, notes, extra, source)
 

@@ -143,10 +143,6 @@ def cache_key(*parts: object) -> str:
     return h.hexdigest()
 
 
-def module_path(name: str, key: str) -> Path:
-    return cache_dir() / f"{name}_{key[:20]}.py"
-
-
 # -- the module file format: source + checksum trailer ---------------------------------------------
 def with_checksum(source: str) -> str:
     """``source`` followed by the line ``# symgrad-sha256: <sha256 of source>``."""

@@ -8,9 +8,10 @@ For every kernel the module holds, per dtype (float64, float32):
 
 and one Python entry point ``<name>(*args)`` that broadcasts batch
 dimensions (the NumPy gufunc model) and picks the dtype variant.  Kernels are
-``numba.njit(cache=True, fastmath=False, error_model="numpy")``: fastmath
-would reassociate and undo stable rewrites, and the numpy error model makes
-division by zero give inf/nan instead of raising.
+``numba.njit(cache=True, fastmath=False, error_model="numpy", nogil=True)``: fastmath
+would reassociate and undo stable rewrites, the numpy error model makes
+division by zero give inf/nan instead of raising, and nogil lets threads (Dask's
+threaded scheduler, a thread pool) run kernels in parallel; it does not change results.
 """
 from __future__ import annotations
 
@@ -24,8 +25,8 @@ from .names import DTYPES, SUFFIX, check_names, comment_lines, const_name, docst
 from .prelude import HELPERS, helpers_used
 from .printer import KernelIO, array_constants, print_body
 
-JIT = '@numba.njit(cache=True, fastmath=False, error_model="numpy")'
-JIT_PARALLEL = '@numba.njit(cache=True, fastmath=False, error_model="numpy", parallel=True)'
+JIT = '@numba.njit(cache=True, fastmath=False, error_model="numpy", nogil=True)'
+JIT_PARALLEL = '@numba.njit(cache=True, fastmath=False, error_model="numpy", nogil=True, parallel=True)'
 RUNTIME_IMPORT = "from symgrad.runtime.gufunc import GufuncSpec, gufunc_call"
 
 

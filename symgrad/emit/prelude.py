@@ -11,7 +11,7 @@ from __future__ import annotations
 
 HELPERS = {
     "_sigmoid": '''
-@numba.njit(cache=True, fastmath=False, error_model="numpy")
+@numba.njit(cache=True, fastmath=False, error_model="numpy", nogil=True)
 def _sigmoid(x):
     """Logistic function without overflow: e = exp(-|x|) <= 1, then 1/(1+e) or e/(1+e)."""
     one = x ** 0
@@ -20,14 +20,14 @@ def _sigmoid(x):
     return one / d if x >= 0 else e / d
 ''',
     "_softplus": '''
-@numba.njit(cache=True, fastmath=False, error_model="numpy")
+@numba.njit(cache=True, fastmath=False, error_model="numpy", nogil=True)
 def _softplus(x):
     """log(1 + exp(x)) as max(x, 0) + log1p(exp(-|x|)) (Maechler 2012; dtype of x kept)."""
     zero = x ** 0 - x ** 0
     return max(x, zero) + np.log1p(np.exp(-abs(x)))
 ''',
     "_erf": '''
-@numba.njit(cache=True, fastmath=False, error_model="numpy")
+@numba.njit(cache=True, fastmath=False, error_model="numpy", nogil=True)
 def _erf(x):
     """The error function (NumPy has no erf ufunc; Numba supports math.erf)."""
     return math.erf(x)

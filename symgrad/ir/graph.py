@@ -24,6 +24,10 @@ __all__ = ["Node", "Graph"]
 
 FOLD_MAX_SIZE = 256  # larger constant results stay as ops, so generated files stay small
 
+# name -> OpDef.  The table is filled by symgrad.ir.ops.register (which re-exports it as REGISTRY); it
+# lives here so that the graph, which looks ops up, does not import the module that defines them.
+OPS: dict = {}
+
 
 @dataclass(frozen=True)
 class Node:
@@ -105,9 +109,7 @@ class Graph:
     # -- building -----------------------------------------------------------
     def apply(self, op: str, *args: int, params: tuple = ()) -> int:
         """Add ``op(*args)`` after shape checking, simplification and folding."""
-        from .ops import REGISTRY  # ops imports graph; resolve lazily
-
-        opdef = REGISTRY.get(op)
+        opdef = OPS.get(op)
         if opdef is None:
             raise KeyError(f"symgrad internal error: no op {op!r} in the registry")
         shape, kind = opdef.infer([self.nodes[a] for a in args], params)

@@ -19,7 +19,7 @@ from typing import Callable
 
 import numpy as np
 
-from .graph import Graph, Node
+from .graph import OPS, Graph
 
 __all__ = ["OpDef", "REGISTRY", "register", "E", "broadcast_shapes"]
 
@@ -61,7 +61,7 @@ class OpDef:
     ref: str = ""
 
 
-REGISTRY: dict[str, OpDef] = {}
+REGISTRY: dict[str, OpDef] = OPS  # one table, stored beside the graph that looks ops up
 
 
 def register(op: OpDef) -> OpDef:
@@ -118,7 +118,3 @@ class E:
     @property
     def shape(self):
         return self.g.shape(self.id)
-
-
-def node_shapes(nodes: list[Node]) -> list[tuple]:
-    return [n.shape for n in nodes]

@@ -2,9 +2,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Optional, Sequence
 
+import numpy as np
 import sympy as sp
+
+from .numeric import compile_numpy
 
 __all__ = ["RewriteRecord", "StabilizeResult"]
 
@@ -70,6 +73,18 @@ class StabilizeResult:
     def evaluate(self, variables, X, dtype):
         """Values at the rows of ``X`` as the emitted kernel computes them in ``dtype``
         (float64 then one rounding for float32 when ``widen_float32``)."""
-        from .widen import evaluate_result
-
         return evaluate_result(self.expr, self.widen_float32, variables, X, dtype)
+
+
+def evaluate_result(expr: sp.Expr, widen_float32: bool, variables: Sequence[sp.Symbol], X: np.ndarray,
+                    dtype) -> np.ndarray:
+    """Values of a stabiliser's chosen form as the emitted kernel computes them in ``dtype``.
+
+    float32 with ``widen_float32`` evaluates in float64 and rounds once; otherwise the
+    arithmetic is in ``dtype`` throughout.
+    """
+    if np.dtype(dtype) == np.float32 and widen_float32:
+        wide = compile_numpy(expr, variables, np.float64)(np.asarray(X, dtype=np.float64))
+        with np.errstate(over="ignore", invalid="ignore"):
+            return wide.astype(np.float32)
+    return compile_numpy(expr, variables, dtype)(X)

@@ -100,17 +100,3 @@ def widen_record(expr: sp.Expr, variables: Sequence[sp.Symbol], sample: Sample,
     bits = {"float32": (float(bits32.mean()), float(bits32.max()), float(wide.mean()), float(wide.max()))}
     return RewriteRecord(NAME, sp.Symbol("float32 arithmetic"), sp.Symbol("float64 arithmetic rounded once"),
                          bits, None, expr, expr)
-
-
-def evaluate_result(expr: sp.Expr, widen_float32: bool, variables: Sequence[sp.Symbol], X: np.ndarray,
-                    dtype) -> np.ndarray:
-    """Values of a stabiliser's chosen form as the emitted kernel computes them in ``dtype``.
-
-    float32 with ``widen_float32`` evaluates in float64 and rounds once; otherwise the
-    arithmetic is in ``dtype`` throughout.
-    """
-    if np.dtype(dtype) == np.float32 and widen_float32:
-        wide = compile_numpy(expr, variables, np.float64)(np.asarray(X, dtype=np.float64))
-        with np.errstate(over="ignore", invalid="ignore"):
-            return wide.astype(np.float32)
-    return compile_numpy(expr, variables, dtype)(X)

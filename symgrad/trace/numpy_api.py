@@ -64,6 +64,8 @@ def apply_ufunc(ctx: TraceContext, ufunc, method: str, inputs, kwargs):
         raise TraceError(format_error(f"numpy.{ufunc.__name__}(..., out=...) writes into an array",
                                       "in-place writes have no derivative rule", "drop out= and use the result",
                                       user_location(3)))
+    if method != "__call__":
+        ctx.whole_array(f"numpy.{ufunc.__name__}.{method}")
     if method == "reduce" and ufunc is np.add:
         return apply_function(ctx, np.sum, inputs, {k: v for k, v in kwargs.items() if k != "out"})
     if method != "__call__":
@@ -116,6 +118,7 @@ def _norm_index(key, shape) -> tuple:
 
 
 def getitem(ctx: TraceContext, x: Tracer, key):
+    ctx.whole_array("indexing")
     if not x.shape:
         raise IndexError(format_error("cannot index a traced scalar", "this argument has core shape () "
                                       "(the default: every argument is a scalar core)",
@@ -130,6 +133,7 @@ def _as_tracer(ctx, v) -> Tracer:
 
 
 def matmul(ctx: TraceContext, a, b):
+    ctx.whole_array("a matrix product")
     a, b = _as_tracer(ctx, a), _as_tracer(ctx, b)
     if a.ndim == 0 or b.ndim == 0:
         raise ValueError("matmul: input operand does not have enough dimensions (use * for scalars)")
@@ -271,7 +275,14 @@ def _qualified(func) -> str:
     return f"{sub}.{name}" if sub and not sub.startswith(("_", "core", "lib")) else name
 
 
+# Functions that act element by element: they keep a probe at scalar cores going (see
+# symgrad.trace.tracer.NotElementwise).  Every other function needs whole arrays.
+ELEMENTWISE_FUNCTIONS = {np.where, np.clip}
+
+
 def apply_function(ctx: TraceContext, func, args, kwargs):
+    if func not in ELEMENTWISE_FUNCTIONS:
+        ctx.whole_array(f"numpy.{_qualified(func)}")
     handler = FUNCTIONS.get(func)
     if handler is None:
         raise _unsupported("function", _qualified(func))

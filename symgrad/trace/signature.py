@@ -47,6 +47,11 @@ class Signature:
                     f"dimension(s), or fix the signature.")
             core = tuple(shape[len(shape) - len(dims):])
             for name, size in zip(dims, core):
+                if name.isdigit() and int(name) != size:  # NumPy's fixed-size core dimension
+                    raise ShapeError(
+                        f"{fn_name}: argument {k} has shape {shape}, but signature {self.text!r} fixes that "
+                        f"core dimension to {name}.\n  Do instead: pass an array whose trailing dimensions "
+                        f"match, or name the dimension (e.g. \"(n)\") to accept any size.")
                 if sizes.setdefault(name, size) != size:
                     raise ShapeError(
                         f"{fn_name}: core dimension {name!r} is {sizes[name]} in one argument and {size} "

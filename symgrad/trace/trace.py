@@ -12,9 +12,9 @@ from ..errors import ArgumentError, SymgradError, TraceError, format_error, trac
 from ..ir.graph import Graph
 from .names import identifier, unique
 from .pytree import TreeDef, tree_flatten
-from .tracer import TraceContext, Tracer, max_nodes, to_node
+from .tracer import NotElementwise, TraceContext, Tracer, max_nodes, recording, to_node
 
-__all__ = ["TracedProgram", "trace_program", "leaf_names"]
+__all__ = ["TracedProgram", "trace_program", "trace_default", "leaf_names"]
 
 
 @dataclass
@@ -39,6 +39,16 @@ class TracedProgram:
     in_tree: TreeDef
     out_tree: TreeDef
     origin: str
+    elementwise: bool = False  # traced with no signature and found elementwise: ufunc broadcasting
+
+    def signature_text(self) -> str:
+        """The gufunc signature this program was traced with, e.g. ``"(3),()->()"``.
+
+        Core dimensions are written as their sizes (NumPy's fixed-size core dimensions).
+        """
+        def cores(ids):
+            return ",".join("(" + ",".join(str(d) for d in self.graph.shape(i)) + ")" for i in ids)
+        return f"{cores(self.inputs)}->{cores(self.outputs)}"
 
     def fingerprint(self) -> str:
         """Hash of everything that determines generated code: the outputs' sub-DAG, the
@@ -144,8 +154,41 @@ def _output_leaf(ctx, fn_name: str, leaf) -> int:
     return nid
 
 
+def trace_default(fn, args_tree, leaf_shapes: list[tuple[int, ...]],
+                  names: list[str] | None = None) -> TracedProgram:
+    """Trace ``fn`` for a call with no signature, deciding its semantics while tracing.
+
+    A function that is elementwise in all its arguments keeps NumPy's ufunc model: every argument
+    is a scalar core and compiled functions broadcast over arrays of any shape.  A function that
+    reduces, contracts, indexes, iterates over, unpacks or reshapes an argument (or combines it with
+    a constant array) gets JAX's semantics instead: each argument's core is its whole shape at this
+    call, so ``np.sum(x) ** 2`` differentiates to ``2 * sum(x)`` in every component.
+
+    The rule is decided by tracing at scalar cores first; the first whole-array operation stops that
+    trace (:class:`~symgrad.trace.tracer.NotElementwise`) and the function is traced at its whole
+    shapes.  An elementwise function is therefore traced once.
+
+    Args:
+      fn, args_tree, names: as for :func:`trace_program`.
+      leaf_shapes: the shape of each flattened argument leaf at this call.
+    Returns:
+      The program; ``program.elementwise`` says which rule applied.
+    """
+    scalar = [()] * len(leaf_shapes)
+    if all(tuple(s) == () for s in leaf_shapes):
+        program = trace_program(fn, args_tree, scalar, names)
+        program.elementwise = True  # the two rules agree on scalars; call it elementwise
+        return program
+    try:
+        program = trace_program(fn, args_tree, scalar, names, probe=True)
+    except NotElementwise:
+        return trace_program(fn, args_tree, [tuple(s) for s in leaf_shapes], names)
+    program.elementwise = True
+    return program
+
+
 def trace_program(fn, args_tree, core_shapes: list[tuple[int, ...]], names: list[str] | None = None,
-                  graph: Graph | None = None) -> TracedProgram:
+                  graph: Graph | None = None, probe: bool = False) -> TracedProgram:
     """Trace ``fn`` with symbolic inputs of the given core shapes.
 
     Args:
@@ -154,6 +197,8 @@ def trace_program(fn, args_tree, core_shapes: list[tuple[int, ...]], names: list
       core_shapes: the core shape of each flattened leaf.
       names: identifiers for the leaves (default: from ``fn``'s parameters).
       graph: a graph to trace into (default: a new one).
+      probe: stop with :class:`~symgrad.trace.tracer.NotElementwise` at the first whole-array
+        operation (used by :func:`trace_default`).
     Raises:
       ArgumentError: ``fn`` cannot take that many positional arguments.
       TraceError, UnsupportedOperationError: from the operations ``fn`` performs; also for a
@@ -167,11 +212,12 @@ def trace_program(fn, args_tree, core_shapes: list[tuple[int, ...]], names: list
     _check_arity(fn, fn_name, args_tree)
     leaves, in_tree = tree_flatten(args_tree)
     names = names or leaf_names(fn, args_tree)
-    ctx = TraceContext(graph, max_nodes=max_nodes())
+    ctx = TraceContext(graph, max_nodes=max_nodes(), probe=probe)
     ids = [ctx.graph.input(n, s) for n, s in zip(names, core_shapes)]
     tracers = [ctx.wrap(i) for i in ids]
     try:
-        result = fn(*tree_unflatten(in_tree, tracers))
+        with recording(ctx):
+            result = fn(*tree_unflatten(in_tree, tracers))
     except RecursionError as exc:
         raise TraceError(format_error(
             f"{fn_name} recursed without end while being traced (Python's recursion limit, "
@@ -188,5 +234,8 @@ def trace_program(fn, args_tree, core_shapes: list[tuple[int, ...]], names: list
         raise
     out_leaves, out_tree = tree_flatten(result)
     outputs = [_output_leaf(ctx, fn_name, leaf) for leaf in out_leaves]
+    if probe and any(ctx.graph.shape(o) != () for o in outputs):  # e.g. returns a constant array
+        raise NotElementwise("an output is an array")
+    ctx.probe = False
     name = identifier(fn_name.replace("<lambda>", "lambda_fn"), default="fn")
     return TracedProgram(ctx.graph, name, names, ids, outputs, in_tree, out_tree, origin_of(fn))

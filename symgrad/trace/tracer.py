@@ -9,8 +9,10 @@ naming the line in the user's code.
 """
 from __future__ import annotations
 
+import contextlib
 import numbers
 import os
+import threading
 
 import numpy as np
 
@@ -18,6 +20,21 @@ from ..errors import DTypeError, TraceError, UnsupportedOperationError, format_e
 from ..ir.graph import Graph
 
 __all__ = ["Tracer", "TraceContext", "to_node"]
+
+
+class NotElementwise(BaseException):
+    """Raised while probing a function at scalar cores when it turns out not to be elementwise.
+
+    With no signature, :func:`symgrad.trace.trace.trace_default` first traces a function with every
+    argument a scalar core (NumPy's ufunc model).  The first operation that only makes sense on whole
+    arrays (a reduction, indexing, ``len``, iteration, a matrix product, reading ``.shape``) raises
+    this, and the function is traced again with each argument's whole shape as its core (JAX's
+    semantics).  It derives from BaseException so that a user's ``except Exception`` cannot swallow it.
+    """
+
+    def __init__(self, what: str):
+        super().__init__(what)
+        self.what = what
 
 
 class VariableRead:
@@ -49,14 +66,38 @@ def max_nodes() -> int:
     return value
 
 
+_ACTIVE = threading.local()  # the traces being recorded on this thread, innermost last
+
+
+def active_trace() -> "TraceContext | None":
+    """The innermost trace being recorded on this thread (by :func:`recording`), or None."""
+    stack = getattr(_ACTIVE, "stack", None)
+    return stack[-1] if stack else None
+
+
+@contextlib.contextmanager
+def recording(ctx: "TraceContext"):
+    """Mark ``ctx`` as the trace being recorded while the user's function runs."""
+    stack = getattr(_ACTIVE, "stack", None)
+    if stack is None:
+        stack = _ACTIVE.stack = []
+    stack.append(ctx)
+    try:
+        yield ctx
+    finally:
+        stack.pop()
+
+
 class TraceContext:
     """The graph being recorded, shared by every Tracer of one trace.
 
     ``max_nodes`` (None: no limit) bounds the nodes this trace may add to the graph.
     """
 
-    def __init__(self, graph: Graph | None = None, allow_variables: bool = False, max_nodes: int | None = None):
+    def __init__(self, graph: Graph | None = None, allow_variables: bool = False, max_nodes: int | None = None,
+                 probe: bool = False):
         self.graph = graph if graph is not None else Graph()
+        self.probe = probe  # True: every argument is a scalar core until something shows otherwise
         self.allow_variables = allow_variables
         self.max_nodes = max_nodes
         self.node_limit = None if max_nodes is None else len(self.graph.nodes) + max_nodes
@@ -90,7 +131,14 @@ class TraceContext:
                 str(exc), "check the shapes of the arrays at this line", user_location(2))) from None
         if self.node_limit is not None and len(self.graph.nodes) > self.node_limit:
             self._too_large()
+        if self.probe and self.graph.shape(nid) != ():
+            raise NotElementwise(f"{op} gives an array")
         return Tracer(self, nid)
+
+    def whole_array(self, what: str) -> None:
+        """Note an operation that needs whole arrays (``np.sum``, ``x[0]``, ``len(x)``); see NotElementwise."""
+        if self.probe:
+            raise NotElementwise(what)
 
     def _too_large(self):
         self.node_limit = None  # raised once, even if the user's code catches it and goes on
@@ -172,6 +220,7 @@ class Tracer:
     # -- array attributes -------------------------------------------------------
     @property
     def shape(self) -> tuple[int, ...]:
+        self.ctx.whole_array("reading .shape")
         return self.ctx.graph.shape(self.id)
 
     @property
@@ -183,6 +232,11 @@ class Tracer:
         return int(np.prod(self.shape))
 
     @property
+    def core_shape(self) -> tuple[int, ...]:
+        """The node's shape, for symgrad's own use (reading it is not a whole-array operation)."""
+        return self.ctx.graph.shape(self.id)
+
+    @property
     def dtype(self):
         return np.dtype(bool) if self.ctx.graph[self.id].kind == "b" else np.dtype(np.float64)
 
@@ -191,6 +245,7 @@ class Tracer:
         return self.transpose()
 
     def __len__(self) -> int:
+        self.ctx.whole_array("len() or iteration")
         if not self.shape:
             raise TraceError(format_error(
                 "len() of (or a loop over) a traced scalar", "this argument has core shape () (the default: "
@@ -203,7 +258,7 @@ class Tracer:
             yield self[i]
 
     def __repr__(self) -> str:
-        return f"Tracer(shape={self.shape}, node={self.id})"
+        return f"Tracer(shape={self.core_shape}, node={self.id})"
 
     # -- arithmetic ------------------------------------------------------------------
     def _bin(self, op, other, reverse=False):

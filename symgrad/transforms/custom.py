@@ -110,7 +110,3 @@ register(OpDef(
     numpy=lambda y, *rest: y, jvp=_jvp, vjp=_vjp,
     ref="user rule; forward mode by transposition (seed article: Rop via two Lops)",
 ))
-
-
-def zeros_like_node(g: Graph, nid: int) -> int:
-    return g.const(np.zeros(g.shape(nid)))

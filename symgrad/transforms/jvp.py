@@ -14,7 +14,7 @@ from ..ir.rules.structural import expand_batched
 
 
 def jvp_nodes(g: Graph, inputs: list[int], tangents: list[int | None], outputs: list[int],
-              nb: int = 0) -> list[int | None]:
+              nb: int = 0, on_step=None) -> list[int | None]:
     """Tangent node of each output given tangent nodes of ``inputs``.
 
     Args:
@@ -23,15 +23,18 @@ def jvp_nodes(g: Graph, inputs: list[int], tangents: list[int | None], outputs: 
       tangents: one node id per input (shape: ``nb`` batch axes + input shape), or None for zero.
       outputs: node ids whose tangents are wanted.
       nb: number of leading batch axes on every tangent (0 or 1).
+      on_step: called as ``on_step(nid, tangent, terms)`` for each node given a tangent;
+        ``terms`` lists ``(k, arg, partial)`` for the elementwise partials used (empty for array
+        primitives, whose tangent is their own linear ``jvp``).  :func:`symgrad.explain` uses it.
     Returns:
       One tangent id per output, or None where the tangent is identically zero.
     """
     with g.derivative_mode():
-        return _jvp_nodes(g, inputs, tangents, outputs, nb)
+        return _jvp_nodes(g, inputs, tangents, outputs, nb, on_step)
 
 
 def _jvp_nodes(g: Graph, inputs: list[int], tangents: list[int | None], outputs: list[int],
-              nb: int = 0) -> list[int | None]:
+              nb: int = 0, on_step=None) -> list[int | None]:
     tan: dict[int, int] = {i: t for i, t in zip(inputs, tangents) if t is not None}
     if not tan:
         return [None] * len(outputs)
@@ -47,12 +50,14 @@ def _jvp_nodes(g: Graph, inputs: list[int], tangents: list[int | None], outputs:
         op = REGISTRY[node.op]
         if op.nondiff:
             continue
+        terms = []
         if op.elementwise:
             partials = op.partials(E(g, nid), *[E(g, a) for a in node.args])
             out = None
-            for p, t in zip(partials, arg_t):
+            for k, (a, p, t) in enumerate(zip(node.args, partials, arg_t)):
                 if p is None or t is None:
                     continue
+                terms.append((k, a, p.id))
                 term = g.apply("mul", p.id, expand_batched(g, t, nb, len(node.shape)))
                 out = term if out is None else g.apply("add", out, term)
             if out is not None and g.shape(out) != batch + node.shape:
@@ -61,4 +66,6 @@ def _jvp_nodes(g: Graph, inputs: list[int], tangents: list[int | None], outputs:
             out = op.jvp(g, node, arg_t, nb)
         if out is not None:
             tan[nid] = out
+            if on_step is not None:
+                on_step(nid, out, terms)
     return [tan.get(o) for o in outputs]

@@ -24,7 +24,7 @@ def active_nodes(g: Graph, wrt: list[int], needed: list[int]) -> set[int]:
 
 
 def vjp_nodes(g: Graph, outputs: list[int], cotangents: list[int | None], wrt: list[int],
-              nb: int = 0) -> list[int | None]:
+              nb: int = 0, on_step=None) -> list[int | None]:
     """Cotangent node of each ``wrt`` node given cotangents of ``outputs``.
 
     Args:
@@ -33,15 +33,20 @@ def vjp_nodes(g: Graph, outputs: list[int], cotangents: list[int | None], wrt: l
       cotangents: one node id per output (``nb`` batch axes + output shape) or None.
       wrt: node ids (usually inputs) whose cotangents are wanted.
       nb: number of leading batch axes on every cotangent (0 or 1).
+      on_step: called as ``on_step(nid, ct, sent)`` after node ``nid`` (cotangent ``ct``, final
+        since nodes are visited in reverse order) sent ``sent``, a list of
+        ``(k, arg, contribution, partial)`` for each argument ``k`` it sent a cotangent to
+        (``partial``: the local partial's node for elementwise ops, else None).
+        :func:`symgrad.explain` narrates the pass with it.
     Returns:
       One cotangent id per ``wrt`` node, or None where it is identically zero.
     """
     with g.derivative_mode():
-        return _vjp_nodes(g, outputs, cotangents, wrt, nb)
+        return _vjp_nodes(g, outputs, cotangents, wrt, nb, on_step)
 
 
 def _vjp_nodes(g: Graph, outputs: list[int], cotangents: list[int | None], wrt: list[int],
-              nb: int = 0) -> list[int | None]:
+              nb: int = 0, on_step=None) -> list[int | None]:
     needed = g.ancestors(outputs)
     active = active_nodes(g, wrt, needed)
     adj: dict[int, int] = {}
@@ -60,13 +65,18 @@ def _vjp_nodes(g: Graph, outputs: list[int], cotangents: list[int | None], wrt: 
         op = REGISTRY[node.op]
         if op.nondiff:
             continue
+        sent = []
         if op.elementwise:
             partials = op.partials(E(g, nid), *[E(g, a) for a in node.args])
-            for a, p in zip(node.args, partials):
+            for k, (a, p) in enumerate(zip(node.args, partials)):
                 if p is not None and a in active:
-                    accumulate(a, unbroadcast(g, g.apply("mul", ct, p.id), g.shape(a), nb))
+                    sent.append((k, a, unbroadcast(g, g.apply("mul", ct, p.id), g.shape(a), nb), p.id))
         else:
-            for a, c in zip(node.args, op.vjp(g, node, ct, nb)):
+            for k, (a, c) in enumerate(zip(node.args, op.vjp(g, node, ct, nb))):
                 if c is not None and a in active:
-                    accumulate(a, c)
+                    sent.append((k, a, c, None))
+        for _, a, c, _ in sent:
+            accumulate(a, c)
+        if on_step is not None:
+            on_step(nid, ct, sent)
     return [adj.get(w) for w in wrt]

@@ -10,10 +10,11 @@ Kink conventions (derivatives at points where the function is not
 differentiable), chosen once and tested:
 
 * ``abs(x)`` at 0: derivative 0 (``sign(0) = 0``), as NumPy/JAX ``sign``.
-* ``maximum(a, b)`` at ``a == b``: the whole derivative goes to ``a``;
-  ``minimum`` likewise (TensorFlow's convention).  ReLU written as
-  ``np.maximum(x, 0)`` therefore has derivative 1 at 0; write
-  ``np.maximum(0, x)`` (or ``np.where(x > 0, x, 0)``) for derivative 0.
+* ``maximum(a, b)`` at ``a == b``: the derivative is split, 1/2 to each
+  argument; ``minimum`` likewise (JAX's convention, so ``np.clip`` has
+  derivative 1/2 at its bounds).  ReLU written as ``np.maximum(x, 0)`` therefore
+  has derivative 1/2 at 0, as ``jnp.maximum`` in JAX; write
+  ``np.where(x > 0, x, 0)`` for derivative 0 there.
 * ``where(c, a, b)``: derivative of the taken branch only; the untaken
   branch contributes an exact zero, never ``0 * nan``.
 * ``sign`` and comparisons: zero derivative / not differentiable.
@@ -226,12 +227,18 @@ _ew("softplus", 1, lambda x: np.logaddexp(0.0, x), softplus, lambda out, x: (x.s
     emit=_call("_softplus"), ref="Maechler (2012): log1pexp")
 
 # -- binary functions -------------------------------------------------------------
+def _tie_split(wins, ties):
+    """Partials of a two-way choice: 1 to the winner, 1/2 to each at a tie (JAX's maximum/minimum)."""
+    half = ties.where(0.5, 0.0)
+    return wins.where(1.0, half), wins.where(0.0, ties.where(0.5, 1.0))
+
+
 _ew("maximum", 2, np.maximum, sp.Max,
-    lambda out, a, b: (a.ge(b).where(1.0, 0.0), a.ge(b).where(0.0, 1.0)),
-    kink="at a == b the derivative goes to a", ref="piecewise")
+    lambda out, a, b: _tie_split(a.gt(b), a.eq(b)),
+    kink="at a == b the derivative is split, 1/2 to each argument (as JAX)", ref="piecewise")
 _ew("minimum", 2, np.minimum, sp.Min,
-    lambda out, a, b: (a.le(b).where(1.0, 0.0), a.le(b).where(0.0, 1.0)),
-    kink="at a == b the derivative goes to a", ref="piecewise")
+    lambda out, a, b: _tie_split(a.lt(b), a.eq(b)),
+    kink="at a == b the derivative is split, 1/2 to each argument (as JAX)", ref="piecewise")
 _ew("logaddexp", 2, np.logaddexp, logaddexp,
     lambda out, a, b: ((a - b).sigmoid(), (b - a).sigmoid()),
     ref="Blanchard, Higham & Higham (2021): d/da log(e^a + e^b) = sigmoid(a - b)")
