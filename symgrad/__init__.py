@@ -19,6 +19,7 @@ __all__ = [
     "custom_gradient", "stop_gradient", "Variable",
     "GradientTape", "ForwardAccumulator", "EagerTensor", "constant", "convert_to_tensor",
     "explain", "Explanation",
+    "jacobian_sparsity", "hessian_sparsity",
     "SymgradError", "TraceError", "UnsupportedOperationError", "SignatureError", "ShapeError",
     "DTypeError", "RuleError", "ArgumentError", "CacheWarning", "SymgradWarning",
 ]
@@ -76,6 +77,7 @@ def _import_api():
     from .api.explain import explain
     from .api.explanation import Explanation
     from .api.functions import grad, hessian, hvp, jacobian, jit, jvp, value_and_grad, vjp
+    from .api.sparse import hessian_sparsity, jacobian_sparsity
     from .api.tape import GradientTape
     from .api.traced import Traced, trace
     from .api.variables import Variable

@@ -22,3 +22,13 @@ def rng():
 @pytest.fixture(scope="session")
 def cache_dir():
     return os.environ["SYMGRAD_CACHE_DIR"]
+
+
+def pytest_collection_modifyitems(config, items):
+    """Tests marked ``slow`` run only when asked for: ``python -m pytest -m slow``."""
+    if "slow" in (config.getoption("markexpr") or ""):
+        return
+    skip = pytest.mark.skip(reason="slow: run with python -m pytest -m slow")
+    for item in items:
+        if "slow" in item.keywords:
+            item.add_marker(skip)

@@ -154,8 +154,20 @@ def uses_floor(x):
     return np.floor(x) * x
 
 
-def uses_max(v):
-    return np.max(v)
+def uses_median(v):
+    return np.median(v)
+
+
+def sums_axis_2(m):
+    return np.sum(m, axis=2)
+
+
+def argmax_traced(v):
+    return v[np.argmax(v)]
+
+
+def masks_traced(v):
+    return np.sum(v[v > 0])
 
 
 def uses_qr(m):
@@ -358,6 +370,12 @@ section(
     Case("index-with-traced", "`v[v[0]]` (a traced index)",
          lambda: sg.jit(index_with_traced, signature="(n)->()")(np.ones(3)), sg.TraceError,
          ("cannot index with a traced value", "v[v[0]]", "np.where with a mask")),
+    Case("index-traced-mask", "`v[v > 0]` (a traced boolean mask)",
+         lambda: sg.grad(masks_traced, signature="(n)->()")(np.ones(3)), sg.TraceError,
+         ("cannot index with a traced value", "v[v > 0]", "np.where with a mask")),
+    Case("axis-out-of-range", "`np.sum(m, axis=2)` on a 2-D core",
+         lambda: sg.jit(sums_axis_2, signature="(m,n)->()")(np.ones((2, 3))), np.exceptions.AxisError,
+         ("axis 2 is out of bounds for array of dimension 2", "np.sum(m, axis=2)", "give an axis in [-ndim, ndim)")),
     Case("setitem", "`v[0] = 1.0` on a traced array", lambda: sg.grad(assigns, signature="(n)->()")(np.ones(3)),
          sg.TraceError, ("cannot assign into a traced array", "v[0] = 1.0", "np.concatenate")),
     Case("ufunc-out", "`np.exp(v, out=v)`", lambda: sg.jit(writes_out, signature="(n)->()")(np.ones(3)),
@@ -376,8 +394,12 @@ section(
          sg.UnsupportedOperationError, ("numpy.fft.fft has no symgrad rule", "uses_fft", "custom_gradient")),
     Case("np-sort", "`np.sort`", lambda: sg.grad(uses_sort, signature="(n)->()")(np.ones(3)),
          sg.UnsupportedOperationError, ("numpy.sort has no symgrad rule", "np.sort(v)", "custom_gradient")),
-    Case("np-max", "`np.max` (a reduction with no rule)", lambda: sg.grad(uses_max, signature="(n)->()")(np.ones(3)),
-         sg.UnsupportedOperationError, ("numpy.max has no symgrad rule", "np.max(v)", "supported numpy")),
+    Case("np-median", "`np.median` (a reduction with no rule)",
+         lambda: sg.grad(uses_median, signature="(n)->()")(np.ones(3)),
+         sg.UnsupportedOperationError, ("numpy.median has no symgrad rule", "np.median(v)", "supported numpy")),
+    Case("argmax-traced", "`v[np.argmax(v)]` (a position that depends on the input)",
+         lambda: sg.grad(argmax_traced, signature="(n)->()")(np.ones(3)), sg.UnsupportedOperationError,
+         ("numpy.argmax of a traced value", "v[np.argmax(v)]", "np.take_along_axis with a constant index")),
     Case("np-floor", "`np.floor` (a ufunc with no rule)", lambda: sg.grad(uses_floor)(1.5),
          sg.UnsupportedOperationError, ("ufunc numpy.floor", "np.floor(x) * x", "custom_gradient")),
     Case("np-linalg-qr", "`np.linalg.qr`", lambda: sg.jit(uses_qr, signature="(n,n)->()")(np.eye(2)),
@@ -585,6 +607,25 @@ section(
     Case("cg-grad-fn-arity", "`grad_fn(u, v)` for a function with one output",
          lambda: sg.grad(cg_arity)(1.0), sg.RuleError,
          ("cannot take 1 upstream gradient(s)", "cg_arity", "define grad_fn with 1 positional parameter(s)")),
+)
+
+section(
+    "Sparse Jacobians and Hessians",
+    Case("sparse-pytree-argument", "`jacobian(f, sparse=True)` called with a tuple argument",
+         lambda: sg.jacobian(lambda p: p[0] * p[1], sparse=True)((np.ones(2), np.ones(2))), TypeError,
+         ("argument 0 is a tuple, not an array", "lambda", "np.concatenate the parts")),
+    Case("sparse-argnums-tuple", "`jacobian_sparsity` with `argnums=(0, 1)`",
+         lambda: sg.jacobian_sparsity(inner, np.ones(3), np.ones(3), argnums=(0, 1)), TypeError,
+         ("argnums must be one int for sparse results", "inner", "call once per argument")),
+    Case("sparse-two-outputs", "`jacobian(f, sparse=True)` of a function returning a tuple",
+         lambda: sg.jacobian(two_out, sparse=True)(np.ones(3)), sg.SignatureError,
+         ("two_out: the function returns 2 outputs", "two_out", "np.concatenate the outputs")),
+    Case("sparse-hessian-vector-output", "`hessian_sparsity` of a vector-valued function",
+         lambda: sg.hessian_sparsity(vec_out, np.ones(3)), sg.SignatureError,
+         ("the output has core shape (3,), not ()", "vec_out", "reduce the output (np.sum)")),
+    Case("sparse-format", "`jacobian(f, sparse=True, format=\"coo\")`",
+         lambda: sg.jacobian(vec_out, sparse=True, format="coo"), ValueError,
+         ("unknown format 'coo'", "", "use one of ('csr_array', 'csr_matrix')")),
 )
 
 section(

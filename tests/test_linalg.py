@@ -27,13 +27,6 @@ jax = pytest.importorskip("jax")
 jnp = jax.numpy
 jax.config.update("jax_enable_x64", True)
 
-
-def slow(test):
-    """Marked ``slow`` and skipped unless selected with ``python -m pytest -m slow``."""
-    skip = pytest.mark.skipif("'slow' not in (config.getoption('-m') or '')",
-                              reason="slow: run with python -m pytest -m slow")
-    return pytest.mark.slow(skip(test))
-
 N = 3
 SIG = "(n,n),(n,n),(n,k),(n),(m,n)->(p)"
 
@@ -196,7 +189,7 @@ def test_hessian_forward_over_reverse_matches_difference_of_gradients():
         np.testing.assert_allclose(hv, fd[i], rtol=1e-6, atol=1e-6, err_msg=f"(H v)[{i}]")
 
 
-@slow
+@pytest.mark.slow  # skipped unless -m slow (tests/conftest.py)
 def test_hessian_matches_jax():
     args = _args(4)
     gr = Graph(_scalar_all(np), args)
@@ -270,7 +263,7 @@ def test_compiled_values_batched():
     np.testing.assert_allclose(out, ref, rtol=1e-12, atol=1e-13)
 
 
-@slow
+@pytest.mark.slow  # skipped unless -m slow (tests/conftest.py)
 def test_compiled_values_float32():
     args = _batched_args()
     ref = np.stack([all_ops(*[a[k] for a in args]) for k in range(2)])
@@ -296,7 +289,7 @@ def test_compiled_vjp_batched_matches_jax(graph, jax_jacobian):
         np.testing.assert_allclose(got[1], other[k], rtol=1e-11, atol=1e-12)
 
 
-@slow
+@pytest.mark.slow  # skipped unless -m slow (tests/conftest.py)
 def test_compiled_jacobian_matches_jax(graph, jax_jacobian):
     """Compiled kernels with the tangent batch axis (nb = 1) through every linalg rule."""
     jac = sg.jacobian(all_ops, argnums=(0, 1, 2, 3, 4), signature=SIG)(*graph.args)
@@ -314,7 +307,7 @@ def _loglik(xp):
     return loglik
 
 
-@slow
+@pytest.mark.slow  # skipped unless -m slow (tests/conftest.py)
 def test_gaussian_loglik_hessian_batched_matches_jax():
     rng = np.random.default_rng(9)
     n, m, batch = 3, 6, 2

@@ -111,21 +111,38 @@ def value_and_grad(fun, argnums=0, signature: str | None = None, *, stabilize: b
     return Compiled(fun, "value_and_grad", signature, argnums, stabilize, parallel).public
 
 
-def jacobian(fun, argnums=0, signature: str | None = None, *, stabilize: bool = True):
+def jacobian(fun, argnums=0, signature: str | None = None, *, stabilize: bool = True, sparse: bool = False,
+             format: str = "csr_array"):
     """Jacobian of ``fun``: for output core shape O and input core shape I, shape ``batch + O + I``.
 
     Forward accumulation is used when the inputs have fewer elements than the
     outputs, reverse accumulation otherwise; both push one identity seed
     through the graph (no per-column loop in generated code).
+
+    With ``sparse=True`` the callable returns a ``scipy.sparse`` CSR matrix of shape
+    ``(prod(O), prod(I))`` holding only the structural nonzeros, read from the traced graph;
+    ``signature=None`` then means each argument's whole shape is its core (an elementwise
+    function gives a diagonal matrix).  See
+    :class:`symgrad.api.sparse.SparseJacobian` (``format``: ``"csr_array"`` or ``"csr_matrix"``).
     """
+    if sparse:
+        from .sparse import SparseJacobian
+
+        return SparseJacobian(fun, argnums, signature, stabilize=stabilize, format=format)
     return Compiled(fun, "jacobian", signature, argnums, stabilize).public
 
 
-def hessian(fun, argnums=0, signature: str | None = None, *, stabilize: bool = True):
+def hessian(fun, argnums=0, signature: str | None = None, *, stabilize: bool = True, sparse: bool = False,
+            format: str = "csr_array"):
     """Hessian of a scalar-output function, forward-over-reverse; shape ``batch + I + I``.
 
-    With a tuple ``argnums`` the result is a nested tuple ``H[i][j]``.
+    With a tuple ``argnums`` the result is a nested tuple ``H[i][j]``.  With ``sparse=True``, a
+    ``scipy.sparse`` CSR matrix of the structural nonzeros (:class:`symgrad.api.sparse.SparseHessian`).
     """
+    if sparse:
+        from .sparse import SparseHessian
+
+        return SparseHessian(fun, argnums, signature, stabilize=stabilize, format=format)
     return Compiled(fun, "hessian", signature, argnums, stabilize).public
 
 

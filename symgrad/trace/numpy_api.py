@@ -1,7 +1,8 @@
 """How NumPy ufuncs and functions map onto symgrad primitives while tracing.
 
 Two tables: ``UFUNCS`` (ufunc -> builder) and ``FUNCTIONS`` (``np.sum``,
-``np.where``, ``np.dot`` ...).  A ufunc or function missing from both raises
+``np.where``, ``np.dot`` ...; the reductions of :mod:`.numpy_reductions` and the
+shape functions of :mod:`.numpy_shapes` are merged into it).  A ufunc or function missing from both raises
 :class:`UnsupportedOperationError` naming it, so a gap is never silent.
 """
 from __future__ import annotations
@@ -13,6 +14,9 @@ import numpy as np
 
 from ..errors import TraceError, UnsupportedOperationError, format_error, user_location
 from .linalg_api import FUNCTIONS as LINALG_FUNCTIONS
+from . import numpy_reductions, numpy_shapes
+from .numpy_reductions import axes_of, normalize_axis_index, normalize_axis_tuple
+from .numpy_shapes import fancy_getitem, is_fancy
 from .tracer import TraceContext, Tracer, to_node
 
 _DIRECT = {
@@ -55,8 +59,8 @@ _COMPOSITE = {
 def _unsupported(kind: str, name: str, where: str = "numpy."):
     return UnsupportedOperationError(format_error(
         f"{kind} {where}{name} has no symgrad rule", "symgrad only traces functions it can differentiate "
-        "symbolically", "rewrite it with supported numpy functions (see `symgrad ops`), or wrap it in "
-        "symgrad.custom_gradient with your own derivative", user_location(3)))
+        "symbolically", "rewrite it with supported numpy functions (README.md, 'Traceable code'; "
+        "docs/errors.md), or wrap it in symgrad.custom_gradient with your own derivative", user_location(3)))
 
 
 def apply_ufunc(ctx: TraceContext, ufunc, method: str, inputs, kwargs):
@@ -123,6 +127,8 @@ def getitem(ctx: TraceContext, x: Tracer, key):
         raise IndexError(format_error("cannot index a traced scalar", "this argument has core shape () "
                                       "(the default: every argument is a scalar core)",
                                       'give a gufunc signature, e.g. signature="(n)->()"', user_location(3)))
+    if is_fancy(key):  # integer arrays and constant boolean masks: a gather
+        return fancy_getitem(ctx, x, key)
     return ctx.apply("getitem", x, params=(_norm_index(key, x.shape),))
 
 
@@ -161,19 +167,10 @@ def dot(ctx, a, b):
     raise _unsupported("dot of ranks", f"{a.ndim} and {b.ndim}")
 
 
-def einsum(ctx, spec, *ops, **kwargs):
-    if len(ops) != 2 or "->" not in spec or "." in spec:
-        raise _unsupported("einsum form", repr(spec) + " (only explicit two-operand specs)")
-    return ctx.apply("contract", *ops, params=(spec.replace(" ", ""),))
-
-
 # -- reductions and shape functions -------------------------------------------------------------
 
 def _axes(axis, ndim) -> tuple[int, ...]:
-    if axis is None:
-        return tuple(range(ndim))
-    axes = axis if isinstance(axis, tuple) else (axis,)
-    return tuple(sorted(int(a) % ndim for a in axes))
+    return axes_of(axis, ndim)  # NumPy's AxisError for an out-of-range axis
 
 
 def np_sum(ctx, x, axis=None, keepdims=False, dtype=None, **kw):
@@ -194,16 +191,23 @@ def mean(ctx, x, axis=None, keepdims=False, **kw):
     return ctx.apply("div", np_sum(ctx, x, axis, keepdims), float(n))
 
 
-def reshape(ctx, x, shape, **kw):
+def reshape(ctx, x, shape, order="C", **kw):
     x = _as_tracer(ctx, x)
     shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
     probe = np.empty(x.shape, dtype=np.int8).reshape(shape)
+    if order == "F":  # column-major: reverse the axes, reshape row-major, reverse back
+        flat = ctx.apply("reshape", transpose(ctx, x), params=(tuple(reversed(probe.shape)),))
+        return transpose(ctx, flat)
+    if order not in ("C", "A", None):
+        raise ValueError(f"reshape: order must be 'C', 'F' or 'A'; got {order!r}")
     return ctx.apply("reshape", x, params=(probe.shape,))
 
 
 def transpose(ctx, x, axes=None):
     x = _as_tracer(ctx, x)
-    perm = tuple(reversed(range(x.ndim))) if axes is None else tuple(int(a) % x.ndim for a in axes)
+    perm = tuple(reversed(range(x.ndim))) if axes is None else normalize_axis_tuple(tuple(axes), x.ndim, "axes")
+    if len(perm) != x.ndim:
+        raise ValueError("axes don't match array")
     return ctx.apply("transpose", x, params=(perm,))
 
 
@@ -212,13 +216,13 @@ def concatenate(ctx, arrays, axis=0, **kw):
     ndim = arrays[0].ndim
     if ndim == 0:
         raise ValueError("zero-dimensional arrays cannot be concatenated (use np.stack)")
-    return ctx.apply("concat", *arrays, params=(int(axis) % ndim,)) if len(arrays) > 1 else arrays[0]
+    return ctx.apply("concat", *arrays, params=(normalize_axis_index(axis, ndim),)) if len(arrays) > 1 else arrays[0]
 
 
 def stack(ctx, arrays, axis=0, **kw):
     arrays = [_as_tracer(ctx, a) for a in arrays]
     ndim = arrays[0].ndim + 1
-    axis = int(axis) % ndim
+    axis = normalize_axis_index(axis, ndim)
     expanded = [reshape(ctx, a, a.shape[:axis] + (1,) + a.shape[axis:]) for a in arrays]
     return concatenate(ctx, expanded, axis=axis)
 
@@ -238,29 +242,17 @@ def clip(ctx, x, a_min=None, a_max=None, **kw):
     return out
 
 
-def prod(ctx, x, axis=None, **kw):
-    x = _as_tracer(ctx, x)
-    if axis is not None and x.ndim > 1:
-        raise _unsupported("function", "prod with an axis on arrays of rank > 1")
-    out = None
-    for i in range(x.shape[0] if x.ndim else 0):
-        out = x[i] if out is None else ctx.apply("mul", out, x[i])
-    return x if x.ndim == 0 else out
 
 
 FUNCTIONS = {
     np.sum: np_sum, np.mean: mean, np.dot: dot, np.vdot: lambda c, a, b: dot(c, np.ravel(a), np.ravel(b)),
-    np.inner: lambda c, a, b: dot(c, a, b), np.outer: lambda c, a, b: c.apply(
-        "contract", np.ravel(a), np.ravel(b), params=("i,j->ij",)),
-    np.einsum: einsum, np.where: where, np.reshape: reshape, np.transpose: transpose,
-    np.ravel: lambda c, x, **kw: reshape(c, x, (-1,)), np.concatenate: concatenate, np.stack: stack,
-    np.clip: clip, np.prod: prod,
-    np.squeeze: lambda c, x, axis=None: reshape(c, x, tuple(d for d in _as_tracer(c, x).shape if d != 1)),
+    np.where: where, np.reshape: reshape, np.transpose: transpose,
+    np.ravel: lambda c, x, order="C": reshape(c, x, (-1,), order), np.concatenate: concatenate, np.stack: stack,
+    np.clip: clip,
     np.expand_dims: lambda c, x, axis: reshape(c, x, np.expand_dims(np.empty(_as_tracer(c, x).shape), axis).shape),
     np.broadcast_to: lambda c, x, shape, **kw: c.apply("broadcast_to", x, params=(tuple(shape),)),
     np.zeros_like: lambda c, x, **kw: _as_tracer(c, np.zeros(_as_tracer(c, x).shape)),
     np.ones_like: lambda c, x, **kw: _as_tracer(c, np.ones(_as_tracer(c, x).shape)),
-    np.atleast_1d: lambda c, x: x if _as_tracer(c, x).ndim else reshape(c, x, (1,)),
     np.shape: lambda c, x: _as_tracer(c, x).shape, np.ndim: lambda c, x: _as_tracer(c, x).ndim,
     np.size: lambda c, x: _as_tracer(c, x).size,
 }
@@ -274,6 +266,9 @@ def _qualified(func) -> str:
     sub = module.split(".", 1)[1] if module.startswith("numpy.") else ""
     return f"{sub}.{name}" if sub and not sub.startswith(("_", "core", "lib")) else name
 
+
+FUNCTIONS.update(numpy_reductions.FUNCTIONS)
+FUNCTIONS.update(numpy_shapes.FUNCTIONS)
 
 # Functions that act element by element: they keep a probe at scalar cores going (see
 # symgrad.trace.tracer.NotElementwise).  Every other function needs whole arrays.

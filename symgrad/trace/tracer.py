@@ -18,6 +18,7 @@ import numpy as np
 
 from ..errors import DTypeError, TraceError, UnsupportedOperationError, format_error, user_location
 from ..ir.graph import Graph
+from .array_methods import ArrayMethods
 
 __all__ = ["Tracer", "TraceContext", "to_node"]
 
@@ -208,7 +209,7 @@ def _no_concrete(what: str, do_instead: str):
     return method
 
 
-class Tracer:
+class Tracer(ArrayMethods):
     """A symbolic array: one node of the graph being traced."""
 
     __slots__ = ("ctx", "id")
@@ -332,26 +333,9 @@ class Tracer:
         from .numpy_api import apply_function
         return apply_function(self.ctx, func, args, kwargs)
 
-    # -- ndarray-like methods ------------------------------------------------------------------
-    def sum(self, axis=None, keepdims=False):
-        return np.sum(self, axis=axis, keepdims=keepdims)
-
-    def mean(self, axis=None, keepdims=False):
-        return np.mean(self, axis=axis, keepdims=keepdims)
-
+    # -- ndarray-like methods (more in array_methods.ArrayMethods) -----------------------------
     def dot(self, other):
         return np.dot(self, other)
-
-    def reshape(self, *shape):
-        return np.reshape(self, shape[0] if len(shape) == 1 else shape)
-
-    def transpose(self, *axes):
-        return np.transpose(self, axes or None)
-
-    def ravel(self):
-        return np.reshape(self, (-1,))
-
-    flatten = ravel
 
     def astype(self, dtype, copy=True):
         if not np.issubdtype(np.dtype(dtype), np.floating):

@@ -66,7 +66,8 @@ def _vjp(g: Graph, node, ct, nb):
     rule = rules_of(g)[node.params[0]]
     k = node.params[1]
     if nb:
-        if any(g[n].op in ("sum", "contract", "getitem", "scatter", "reshape", "transpose", "concat")
+        if any(g[n].op in ("sum", "contract", "getitem", "scatter", "reshape", "transpose", "concat",
+                          "take", "take_add", "cumsum", "amax", "amin")
                for n in g.ancestors([x for x in rule.x_bars if x is not None])):
             raise NotImplementedError(
                 f"custom_gradient {rule.name}: reverse-mode Jacobians of vector outputs through a rule with "

@@ -1,0 +1,303 @@
+"""Sparse Jacobians and Hessians whose pattern is read from the traced graph.
+
+``jacobian_sparsity`` / ``hessian_sparsity`` return the exact structural
+pattern (no sampling: see :mod:`symgrad.transforms.sparsity`).
+``jacobian(f, sparse=True)`` / ``hessian(f, sparse=True)`` return callables
+giving ``scipy.sparse.csr_array`` results that compute only the structural
+nonzeros: the pattern's columns are coloured (:mod:`symgrad.transforms.colouring`)
+and one compiled JVP (Jacobians) or Hessian-vector product (Hessians) is called
+once with a batch of ``ncolours`` seed vectors; the nonzeros are read out of the
+compressed product with precomputed index arrays (Curtis, Powell & Reid 1974;
+Gebremedhin, Manne & Pothen, SIAM Review 47, 2005).
+
+Shapes: the differentiated argument (``argnums``, one array) has core shape I
+and the (single) output core shape O; matrices have shape
+``(prod(O), prod(I))`` with both cores flattened in C order.  With
+``signature=None`` every argument's core is its whole shape (JAX's model),
+since a sparse Jacobian of an elementwise map over scalar cores is just a
+vector of derivatives; with a gufunc signature extra leading dimensions are
+batch dimensions and the result is a list of matrices, one per batch element
+in C order.  Patterns and colourings are computed once per core shapes and
+cached on the callable.
+
+SciPy is needed (``pip install scipy``); it is imported on first use.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..errors import SignatureError, format_error
+from ..trace.pytree import tree_flatten
+from ..trace.signature import parse_signature
+from ..trace.trace import trace_program
+from ..transforms.colouring import Recovery, colour_columns, colour_symmetric
+from ..transforms.sparsity import hessian_pattern, jacobian_pattern
+from .argnums import normalize_argnums
+from .seeded import seeded_kernel
+
+__all__ = ["jacobian_sparsity", "hessian_sparsity", "SparseJacobian", "SparseHessian"]
+
+FORMATS = ("csr_array", "csr_matrix")
+
+
+def _sparse():
+    try:
+        import scipy.sparse as sparse
+    except ImportError as exc:  # pragma: no cover - scipy is in the test extra
+        raise ImportError("symgrad's sparse Jacobians and Hessians need SciPy: pip install scipy") from exc
+    return sparse
+
+
+@dataclass
+class _Plan:
+    """Everything computed once per core shapes: pattern, colouring, recovery, traced program, kernel."""
+
+    pattern: object
+    recovery: Recovery
+    program: object
+    cores: list
+    k: int  # position of the differentiated argument
+    mode: str  # seeded kernel: "jvp" (column colours), "vjp" (row colours) or "hvp"
+    kernel: object = None  # compiled ``fn(*args, seeds)``, built on the first evaluation
+    seeds: dict = field(default_factory=dict)  # dtype -> seed vectors, shape (ncolours,) + core
+
+
+def _float_dtype(a):
+    """float32 for float32 arguments, float64 otherwise (symgrad's dtype rule)."""
+    return np.float32 if np.asarray(a).dtype == np.float32 else np.float64
+
+
+def _name(fun) -> str:
+    return str(getattr(fun, "__name__", "function"))
+
+
+def _check_args(fun, args, argnums, what):
+    args = tuple(args)
+    for i, a in enumerate(args):
+        _, tree = tree_flatten(a)
+        if tree.kind != "leaf":
+            raise TypeError(format_error(
+                f"{what} of {_name(fun)}: argument {i} is a {tree.kind}, not an array",
+                "sparse Jacobians and Hessians are matrices over one array argument",
+                "pass each argument as one numpy array (np.concatenate the parts, then split inside)"))
+    if not isinstance(argnums, (int, np.integer)) or isinstance(argnums, bool):
+        raise TypeError(format_error(
+            f"{what} of {_name(fun)}: argnums must be one int for sparse results; got {argnums!r}",
+            "a sparse result is one matrix, over one argument", "call once per argument"))
+    (k,), _ = normalize_argnums(argnums, len(args), _name(fun))
+    return args, k
+
+
+def _cores(fun, args, signature, what):
+    shapes = [np.shape(a) for a in args]
+    sig = parse_signature(signature, _name(fun))
+    if sig is None:
+        return shapes
+    cores, _ = sig.bind(shapes, _name(fun))
+    return [tuple(c) for c in cores]
+
+
+def _trace(fun, args, cores, what):
+    program = trace_program(fun, args, cores)
+    if len(program.outputs) != 1:
+        raise SignatureError(format_error(
+            f"{what} of {_name(fun)}: the function returns {len(program.outputs)} outputs",
+            "a sparse result is one matrix, for one output array",
+            "return one array (np.concatenate the outputs)"))
+    return program
+
+
+def jacobian_sparsity(fun, *example_args, argnums: int = 0, signature: str | None = None):
+    """The exact structural pattern of the Jacobian of ``fun`` w.r.t. argument ``argnums``.
+
+    Args:
+      fun: function of arrays returning one array.
+      *example_args: arguments; only their shapes are used (nothing is evaluated).
+      argnums: index of the differentiated argument (one array).
+      signature: gufunc signature giving the core shapes; None: each argument's whole shape.
+    Returns:
+      ``scipy.sparse.csr_array`` of dtype bool, shape ``(prod(out_core), prod(in_core))``
+      (C order). ``True`` marks a structural nonzero: an entry that is zero there is zero at
+      every input; a marked entry may still be zero at some inputs.
+    Raises:
+      TypeError: an argument is a pytree, or ``argnums`` is not one int.
+      SignatureError: ``fun`` returns several outputs, or a bad signature.
+      TraceError, UnsupportedOperationError: from tracing ``fun``.
+
+    >>> import numpy as np, symgrad as sg
+    >>> sg.jacobian_sparsity(lambda x: x[1:] * x[:-1], np.zeros(4)).toarray().astype(int)
+    array([[1, 1, 0, 0],
+           [0, 1, 1, 0],
+           [0, 0, 1, 1]])
+    """
+    args, k = _check_args(fun, example_args, argnums, "jacobian_sparsity")
+    cores = _cores(fun, args, signature, "jacobian_sparsity")
+    program = _trace(fun, args, cores, "jacobian_sparsity")
+    return jacobian_pattern(program.graph, [program.inputs[k]], program.outputs)[0]
+
+
+def hessian_sparsity(fun, *example_args, argnums: int = 0, signature: str | None = None):
+    """The exact structural pattern of the Hessian of scalar-valued ``fun`` (symmetric).
+
+    Read from the gradient program symgrad builds, so ``stop_gradient`` and
+    ``custom_gradient`` rules are honoured.  Arguments as in :func:`jacobian_sparsity`.
+
+    Returns:
+      ``scipy.sparse.csr_array`` of dtype bool, shape ``(n, n)`` with ``n = prod(in_core)``.
+    Raises:
+      SignatureError: the output is not a scalar core.
+      As :func:`jacobian_sparsity` otherwise.
+
+    >>> import numpy as np, symgrad as sg
+    >>> rosen = lambda x: np.sum(100 * (x[1:] - x[:-1] ** 2) ** 2 + (1 - x[:-1]) ** 2)
+    >>> sg.hessian_sparsity(rosen, np.zeros(4), signature="(n)->()").toarray().astype(int)
+    array([[1, 1, 0, 0],
+           [1, 1, 1, 0],
+           [0, 1, 1, 1],
+           [0, 0, 1, 1]])
+    """
+    args, k = _check_args(fun, example_args, argnums, "hessian_sparsity")
+    cores = _cores(fun, args, signature, "hessian_sparsity")
+    program = _trace(fun, args, cores, "hessian_sparsity")
+    return _hessian_pattern_of(program, k, "hessian_sparsity")
+
+
+def _hessian_pattern_of(program, k, what):
+    g, y = program.graph, program.outputs[0]
+    if g.shape(y) != ():
+        raise SignatureError(format_error(
+            f"{what} of {program.name}: the output has core shape {g.shape(y)}, not ()",
+            "a Hessian is defined for a scalar function", "reduce the output (np.sum), or give a signature "
+            "whose output core is ()"))
+    return hessian_pattern(g, y, [program.inputs[k]])
+
+
+class _SparseDerivative:
+    """Shared machinery of :class:`SparseJacobian` and :class:`SparseHessian`."""
+
+    what = ""
+
+    def __init__(self, fun, argnums=0, signature=None, *, stabilize=True, format="csr_array"):
+        if not callable(fun):
+            raise TypeError(f"expected a callable to differentiate; got {type(fun).__name__}")
+        if format not in FORMATS:
+            raise ValueError(format_error(f"{self.what}: unknown format {format!r}",
+                                          "sparse results are SciPy CSR arrays or matrices",
+                                          f"use one of {FORMATS}"))
+        self.fun, self.argnums, self.signature = fun, argnums, signature
+        self.stabilize, self.format = stabilize, format
+        parse_signature(signature, _name(fun))  # report a bad signature now
+        self._plans: dict = {}
+        self.__doc__ = f"symgrad.{self.what} of {_name(fun)} (sparse; compiled on first call)"
+
+    def plan(self, *args) -> _Plan:
+        """Pattern, colouring and recovery arrays for arguments shaped like ``args`` (cached)."""
+        args, k = _check_args(self.fun, args, self.argnums, self.what)
+        cores = _cores(self.fun, args, self.signature, self.what)
+        key = tuple(cores)
+        plan = self._plans.get(key)
+        if plan is None:
+            program = _trace(self.fun, args, cores, self.what)
+            pattern = self._pattern(program, k)
+            recovery, mode = self._colour(pattern)
+            plan = self._plans[key] = _Plan(pattern, recovery, program, cores, k, mode)
+        return plan
+
+    def pattern(self, *args):
+        """The structural pattern (bool ``csr_array``) used for arguments shaped like ``args``."""
+        return self.plan(*args).pattern
+
+    def info(self, *args) -> dict:
+        """``{"shape", "nnz", "ncolours", "mode"}`` for arguments shaped like ``args``."""
+        rec = self.plan(*args).recovery
+        return {"shape": rec.shape, "nnz": rec.nnz, "ncolours": rec.ncolours, "mode": self.plan(*args).mode}
+
+    def __call__(self, *args):
+        plan = self.plan(*args)
+        rec, k = plan.recovery, plan.k
+        x = np.asarray(args[k])
+        dtype = _float_dtype(x)
+        core = plan.cores[k]
+        batch = x.shape[:x.ndim - len(core)]
+        nbatch = math.prod(batch)
+        if rec.ncolours == 0:
+            compressed = np.zeros((nbatch, 0, 0), dtype=dtype)
+        else:
+            if plan.kernel is None:
+                self._build_kernel(plan)
+                rec = plan.recovery
+            seeds = plan.seeds.get(dtype)
+            if seeds is None:
+                seed_core = plan.program.graph.shape(plan.program.outputs[0]) if plan.mode == "vjp" else core
+                seeds = plan.seeds[dtype] = rec.seeds(dtype).reshape((rec.ncolours,) + seed_core)
+            size = rec.shape[1] if plan.mode == "vjp" else rec.shape[0]
+            compressed = np.asarray(plan.kernel(*args, seeds)).reshape(nbatch, rec.ncolours, size)
+        mats = [self._matrix(rec, compressed[b]) for b in range(nbatch)]
+        return mats if batch else mats[0]
+
+    def _build_kernel(self, plan: _Plan) -> None:
+        try:
+            plan.kernel = seeded_kernel(plan.program, plan.k, plan.recovery.ncolours, plan.mode, self.stabilize)
+        except NotImplementedError:  # a reverse pass this program cannot take (custom_gradient rules)
+            if plan.mode != "vjp":
+                raise
+            plan.recovery, plan.mode = Recovery(plan.pattern, colour_columns(plan.pattern)), "jvp"
+            plan.kernel = seeded_kernel(plan.program, plan.k, plan.recovery.ncolours, "jvp", self.stabilize)
+
+    def _matrix(self, rec: Recovery, compressed_t):
+        sparse = _sparse()
+        cls = sparse.csr_array if self.format == "csr_array" else sparse.csr_matrix
+        return cls((rec.data(compressed_t), rec.indices, rec.indptr), shape=rec.shape)
+
+
+class SparseJacobian(_SparseDerivative):
+    """``jacobian(fun, sparse=True)``: callable returning the Jacobian as a SciPy CSR matrix.
+
+    Calling it with the function's arguments returns a ``csr_array`` (or ``csr_matrix`` with
+    ``format="csr_matrix"``) of shape ``(prod(out_core), prod(in_core))``, or a list of them (one per
+    batch element, C order) when the arguments have batch dimensions under a gufunc signature.
+    Only structural nonzeros are computed: one compiled forward pass carrying one seed per colour
+    of the columns, or one reverse pass carrying one seed per colour of the rows when that needs
+    fewer colours (a dense row, such as a sum over all unknowns, puts every column in one conflict);
+    see :mod:`symgrad.api.seeded`.
+    ``.pattern(*args)`` and ``.info(*args)`` give the pattern and ``{"shape", "nnz", "ncolours",
+    "mode"}`` (mode ``"jvp"`` or ``"vjp"``).
+    Raises as :func:`jacobian_sparsity`, and at call time as compiled functions do
+    (``ShapeError``, ``DTypeError``).
+    """
+
+    what = "jacobian"
+
+    def _pattern(self, program, k):
+        return jacobian_pattern(program.graph, [program.inputs[k]], program.outputs)[0]
+
+    @staticmethod
+    def _colour(pattern):
+        """Column colours (forward passes) unless colouring the rows (reverse passes) needs fewer."""
+        cols = colour_columns(pattern)
+        rows = colour_columns(pattern.T)
+        if len(rows) and (not len(cols) or rows.max() < cols.max()):
+            return Recovery(pattern, rows, by="rows"), "vjp"
+        return Recovery(pattern, cols), "jvp"
+
+
+class SparseHessian(_SparseDerivative):
+    """``hessian(fun, sparse=True)``: callable returning the Hessian as a SciPy CSR matrix.
+
+    Like :class:`SparseJacobian` for a scalar-core output; the compressed product is one compiled
+    forward-over-reverse pass (Pearlmutter 1994) carrying ``ncolours`` tangents.
+    The pattern is symmetric and so is the result up to rounding (each entry is computed once,
+    from its column's colour).
+    """
+
+    what = "hessian"
+
+    def _pattern(self, program, k):
+        return _hessian_pattern_of(program, k, self.what)
+
+    @staticmethod
+    def _colour(pattern):
+        return colour_symmetric(pattern)[1], "hvp"

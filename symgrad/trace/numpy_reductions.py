@@ -1,0 +1,348 @@
+"""NumPy reductions and scans while tracing: max/min, var/std, prod, cumsum, diff, nan*, interp.
+
+Each entry of :data:`FUNCTIONS` maps a numpy function to a builder composed from
+primitives.  Where a composition is exact and O(1) graph nodes it is used (``var``
+is ``sum((x - mean)^2) / (n - ddof)`` as NumPy computes it); ``amax``/``amin``
+and ``cumsum`` are primitives (:mod:`symgrad.ir.rules.reductions`).  ``prod`` and
+``cumprod`` are log-depth trees of multiplications of slices (O(log n) graph nodes),
+which keeps the derivative exact when an element is zero.
+
+Axis arguments are validated as NumPy does: an out-of-range axis raises
+``numpy.exceptions.AxisError`` and negative axes count from the end.
+"""
+from __future__ import annotations
+
+import operator
+
+import numpy as np
+from numpy.exceptions import AxisError
+from numpy.lib import array_utils
+
+from ..errors import UnsupportedOperationError, format_error, user_location
+from .tracer import Tracer
+
+_NO_VALUE = np._NoValue  # numpy's "argument not given" sentinel (initial=, where=)
+
+
+def _api():
+    from . import numpy_api  # the base table imports this module at its end
+    return numpy_api
+
+
+def _located(fn):
+    """NumPy's axis normaliser, its AxisError extended with the user's line and advice."""
+    def normalize(*args, **kw):
+        try:
+            return fn(*args, **kw)
+        except AxisError as exc:
+            raise AxisError(format_error(str(exc), "a traced array has the dimensions of its core shape (the "
+                                         "signature), not of the batched arrays you call with",
+                                         "give an axis in [-ndim, ndim) of the core shape", user_location(3))) from None
+    return normalize
+
+
+normalize_axis_index = _located(array_utils.normalize_axis_index)
+normalize_axis_tuple = _located(array_utils.normalize_axis_tuple)
+
+
+def axes_of(axis, ndim: int) -> tuple[int, ...]:
+    """Sorted non-negative axes; ``None`` is every axis; AxisError as NumPy raises it."""
+    if axis is None:
+        return tuple(range(ndim))
+    if not isinstance(axis, tuple):
+        axis = (operator.index(axis),)
+    return tuple(sorted(normalize_axis_tuple(axis, ndim)))
+
+
+def unsupported_arg(func: str, arg: str, do_instead: str):
+    return UnsupportedOperationError(format_error(
+        f"numpy.{func}(..., {arg}) is not supported on traced values", "symgrad traces the common forms of "
+        "NumPy functions only (README, 'Traceable code')", do_instead, user_location(3)))
+
+
+def _reject(func: str, **given):
+    for name, value in given.items():
+        if value is not None and value is not _NO_VALUE:
+            raise unsupported_arg(func, f"{name}=...", f"drop {name}= and apply it with array operations")
+
+
+def _keep(ctx, out, x, axes, keepdims):
+    if keepdims:
+        out = _api().reshape(ctx, out, tuple(1 if i in axes else d for i, d in enumerate(x.shape)))
+    return out
+
+
+# -- max, min, ptp, argmax ------------------------------------------------------------------------
+
+def _extreme(op: str, combine: str, name: str):
+    def build(ctx, a, axis=None, out=None, keepdims=False, initial=_NO_VALUE, where=_NO_VALUE):
+        _reject(name, out=out, where=where)
+        x = _api()._as_tracer(ctx, a)
+        axes = axes_of(axis, x.ndim)
+        if initial is _NO_VALUE and any(x.shape[i] == 0 for i in axes):
+            raise ValueError(f"zero-size array to reduction operation {name} which has no identity")
+        if initial is not _NO_VALUE and any(x.shape[i] == 0 for i in axes):  # nothing but the initial value
+            shape = tuple(d for i, d in enumerate(x.shape) if i not in axes)
+            return _keep(ctx, ctx.apply("broadcast_to", initial, params=(shape,)), x, axes, keepdims)
+        res = ctx.apply(op, x, params=(axes,)) if axes else x
+        if initial is not _NO_VALUE:
+            res = ctx.apply(combine, res, initial)
+        return _keep(ctx, res, x, axes, keepdims)
+    build.__doc__ = (f"np.{name}: the {op} primitive; ties share the derivative equally (JAX's rule), "
+                     "NaN propagates. Shapes and AxisError as NumPy.")
+    return build
+
+
+np_max = _extreme("amax", "maximum", "max")
+np_min = _extreme("amin", "minimum", "min")
+
+
+def ptp(ctx, a, axis=None, out=None, keepdims=False):
+    """np.ptp = max - min (each with JAX's equal split among ties)."""
+    return ctx.apply("sub", np_max(ctx, a, axis, out, keepdims), np_min(ctx, a, axis, out, keepdims))
+
+
+def _arg_extreme(name: str, real):
+    def build(ctx, a, axis=None, out=None, **kw):
+        if not isinstance(a, Tracer):
+            return real(np.asarray(a), axis=axis, **kw)
+        raise UnsupportedOperationError(format_error(
+            f"numpy.{name} of a traced value", "the position of the extreme depends on the input, has no "
+            "derivative, and a traced value cannot be used as an index",
+            f"use np.{name[3:]} for the value itself, or np.take_along_axis with a constant index array",
+            user_location(3)))
+    return build
+
+
+# -- moments ----------------------------------------------------------------------------------------
+
+def var(ctx, a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=_NO_VALUE, mean=_NO_VALUE,
+        correction=_NO_VALUE):
+    """np.var as NumPy computes it: sum(|x - mean|^2) / (n - ddof) (two-pass, no cancellation)."""
+    _reject("var", out=out, where=where, mean=mean)
+    if correction is not _NO_VALUE:
+        ddof = correction
+    api = _api()
+    x = api._as_tracer(ctx, a)
+    axes = axes_of(axis, x.ndim)
+    n = int(np.prod([x.shape[i] for i in axes])) if axes else 1
+    d = ctx.apply("sub", x, api.mean(ctx, x, axes, keepdims=True))
+    ss = api.np_sum(ctx, ctx.apply("mul", d, d), axes, keepdims=keepdims)
+    return ctx.apply("div", ss, float(max(n - ddof, 0)))
+
+
+def std(ctx, a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, **kw):
+    """np.std = sqrt(var); its derivative is infinite/NaN where the variance is 0 (as in JAX)."""
+    return ctx.apply("sqrt", var(ctx, a, axis, dtype, out, ddof, keepdims, **kw))
+
+
+def average(ctx, a, axis=None, weights=None, returned=False, *, keepdims=False):
+    """np.average: sum(a * w) / sum(w) over ``axis``; 1-D weights apply along ``axis``."""
+    api = _api()
+    x = api._as_tracer(ctx, a)
+    if weights is None:
+        res, scl = api.mean(ctx, x, axis, keepdims=keepdims), None
+        if returned:
+            axes = axes_of(axis, x.ndim)
+            scl = float(np.prod([x.shape[i] for i in axes]))
+        return (res, scl) if returned else res
+    w = api._as_tracer(ctx, weights)
+    axes = axes_of(axis, x.ndim)
+    if w.shape != x.shape:
+        if axis is None or len(axes) != 1 or w.ndim != 1 or w.shape[0] != x.shape[axes[0]]:
+            raise ValueError("average: weights must have the shape of a, or be 1-D along the given axis")
+        w = api.reshape(ctx, w, tuple(d if i == axes[0] else 1 for i, d in enumerate(x.shape)))
+        w = ctx.apply("broadcast_to", w, params=(x.shape,))
+    num = api.np_sum(ctx, ctx.apply("mul", x, w), axes, keepdims=keepdims)
+    den = api.np_sum(ctx, w, axes, keepdims=keepdims)
+    res = ctx.apply("div", num, den)
+    return (res, den) if returned else res
+
+
+# -- products and scans ----------------------------------------------------------------------------
+
+def _along(ctx, x, axis):
+    """(x with ``axis`` moved to the front, the axis) ; ``axis=None`` flattens."""
+    api = _api()
+    x = api._as_tracer(ctx, x)
+    if axis is None:
+        return api.reshape(ctx, x, (-1,)), 0
+    ax = normalize_axis_index(operator.index(axis), x.ndim)
+    return x, ax
+
+
+def _slice(ctx, x, ax, start, stop):
+    return ctx.apply("getitem", x, params=((("s", None, None, None),) * ax + (("s", start, stop, None),),))
+
+
+def _prod_axis(ctx, x, ax):
+    """Product along ``ax`` by halving: ``x[:h] * x[h:2h]`` (odd tail carried), log2(n) levels of nodes."""
+    while x.shape[ax] > 1:
+        n, h = x.shape[ax], x.shape[ax] // 2
+        y = ctx.apply("mul", _slice(ctx, x, ax, 0, h), _slice(ctx, x, ax, h, 2 * h))
+        x = _api().concatenate(ctx, [y, _slice(ctx, x, ax, 2 * h, n)], axis=ax) if n % 2 else y
+    pre = (("s", None, None, None),) * ax
+    return ctx.apply("getitem", x, params=(pre + (0,),))
+
+
+def prod(ctx, a, axis=None, dtype=None, out=None, keepdims=False, initial=_NO_VALUE, where=_NO_VALUE):
+    """np.prod by pairwise halving: O(log n) graph nodes, only multiplications (exact derivative at zeros).
+
+    The rounding order is a pairwise tree, so results may differ from NumPy's in the last bits.
+    """
+    _reject("prod", out=out, where=where)
+    api = _api()
+    x = api._as_tracer(ctx, a)
+    axes = axes_of(axis, x.ndim)
+    res = x
+    for ax in reversed(axes):  # reduce the last axes first, so earlier axis numbers stay valid
+        if res.shape[ax] == 0:
+            res = api._as_tracer(ctx, np.ones(res.shape[:ax] + res.shape[ax + 1:]))
+        else:
+            res = _prod_axis(ctx, res, ax)
+    if initial is not _NO_VALUE:
+        res = ctx.apply("mul", res, initial)
+    return _keep(ctx, res, x, axes, keepdims)
+
+
+def cumsum(ctx, a, axis=None, dtype=None, out=None):
+    """np.cumsum: the cumsum primitive (its VJP is the reversed cumulative sum)."""
+    _reject("cumsum", out=out)
+    x, ax = _along(ctx, a, axis)
+    if x.ndim == 0:
+        return _api().reshape(ctx, x, (1,))
+    return ctx.apply("cumsum", x, params=(ax, False))
+
+
+def cumprod(ctx, a, axis=None, dtype=None, out=None):
+    """np.cumprod as a log-depth scan (Hillis & Steele 1986): ``y[k] *= y[k - s]`` for s = 1, 2, 4, ...
+
+    O(log n) graph nodes and O(n log n) multiplications, only multiplications, so the
+    derivative stays exact when an element is zero; rounding may differ from NumPy's
+    sequential order in the last bits.
+    """
+    _reject("cumprod", out=out)
+    api = _api()
+    x, ax = _along(ctx, a, axis)
+    if x.ndim == 0:
+        return api.reshape(ctx, x, (1,))
+    n, s = x.shape[ax], 1
+    while s < n:
+        y = ctx.apply("mul", _slice(ctx, x, ax, s, n), _slice(ctx, x, ax, 0, n - s))
+        x = api.concatenate(ctx, [_slice(ctx, x, ax, 0, s), y], axis=ax)
+        s *= 2
+    return x
+
+
+def diff(ctx, a, n=1, axis=-1, prepend=_NO_VALUE, append=_NO_VALUE):
+    """np.diff: ``x[1:] - x[:-1]`` along ``axis``, ``n`` times (slices, O(n) nodes)."""
+    api = _api()
+    x = api._as_tracer(ctx, a)
+    if x.ndim == 0:
+        raise ValueError("diff requires input that is at least one dimensional")
+    ax = normalize_axis_index(operator.index(axis), x.ndim)
+    if operator.index(n) < 0:
+        raise ValueError(f"order must be non-negative but got {n!r}")
+    parts = []
+    for edge in (prepend, append):
+        if edge is _NO_VALUE:
+            parts.append(None)
+            continue
+        e = api._as_tracer(ctx, edge)
+        if e.ndim == 0:
+            e = ctx.apply("broadcast_to", e, params=(x.shape[:ax] + (1,) + x.shape[ax + 1:],))
+        parts.append(e)
+    if parts[0] is not None or parts[1] is not None:
+        x = api.concatenate(ctx, [p for p in (parts[0], x, parts[1]) if p is not None], axis=ax)
+    pre = (("s", None, None, None),) * ax
+    for _ in range(n):
+        hi = ctx.apply("getitem", x, params=(pre + (("s", 1, None, None),),))
+        lo = ctx.apply("getitem", x, params=(pre + (("s", None, -1, None),),))
+        x = ctx.apply("sub", hi, lo)
+    return x
+
+
+# -- NaN-ignoring reductions --------------------------------------------------------------------------
+
+def _not_nan(ctx, x):
+    return ctx.apply("eq", x, x)
+
+
+def nansum(ctx, a, axis=None, dtype=None, out=None, keepdims=False, **kw):
+    """np.nansum = sum(where(isnan(x), 0, x)); the derivative at a NaN entry is 0 (as in JAX)."""
+    _reject("nansum", out=out)
+    api = _api()
+    x = api._as_tracer(ctx, a)
+    return api.np_sum(ctx, ctx.apply("where", _not_nan(ctx, x), x, 0.0), axis, keepdims)
+
+
+def nanmean(ctx, a, axis=None, dtype=None, out=None, keepdims=False, **kw):
+    """np.nanmean = nansum(x) / count(not NaN); all-NaN slices give NaN (0/0) as in NumPy."""
+    _reject("nanmean", out=out)
+    api = _api()
+    x = api._as_tracer(ctx, a)
+    ok = _not_nan(ctx, x)
+    num = api.np_sum(ctx, ctx.apply("where", ok, x, 0.0), axis, keepdims)
+    den = api.np_sum(ctx, ctx.apply("where", ok, 1.0, 0.0), axis, keepdims)
+    return ctx.apply("div", num, den)
+
+
+# -- interpolation and polynomials ---------------------------------------------------------------------
+
+def interp(ctx, x, xp, fp, left=None, right=None, period=None):
+    """np.interp with constant sample points ``xp`` (increasing); ``x`` and ``fp`` may be traced.
+
+    Piecewise linear: ``fp[j] + (x - xp[j]) * (fp[j+1] - fp[j]) / (xp[j+1] - xp[j])`` on
+    ``xp[j] <= x < xp[j+1]`` (NumPy's formula), ``left``/``right`` outside, NaN for NaN.
+    At an interior sample point the derivative is the right-hand slope, at ``xp[-1]`` the
+    left-hand one (JAX's convention, ``jnp.interp``).  One ``where`` per segment.
+    """
+    if isinstance(xp, Tracer):
+        raise UnsupportedOperationError(format_error(
+            "numpy.interp with traced sample points xp", "the segment each x falls in would depend on the "
+            "input", "pass xp as a constant array (fp and x may be traced)", user_location(3)))
+    if period is not None:
+        raise unsupported_arg("interp", "period=...", "reduce x into one period with constant arithmetic first")
+    api = _api()
+    xp = np.asarray(xp, dtype=np.float64)
+    fpt = api._as_tracer(ctx, fp)
+    if xp.ndim != 1 or fpt.shape != xp.shape or xp.size == 0:
+        raise ValueError("interp: xp and fp must be 1-D sequences of the same nonzero length")
+    x = api._as_tracer(ctx, x)
+    f = [ctx.apply("getitem", fpt, params=((j,),)) for j in range(xp.size)]
+    res = f[-1] if right is None else api._as_tracer(ctx, right)
+    if xp.size == 1:
+        last = ctx.apply("add", f[0], ctx.apply("mul", x, 0.0))
+    for j in range(xp.size - 2, -1, -1):
+        slope = ctx.apply("div", ctx.apply("sub", f[j + 1], f[j]), float(xp[j + 1] - xp[j]))
+        seg = ctx.apply("add", f[j], ctx.apply("mul", ctx.apply("sub", x, float(xp[j])), slope))
+        if j == xp.size - 2:  # at xp[-1]: the value fp[-1] exactly, the slope from the left (as JAX)
+            last = seg
+            end = ctx.apply("add", f[j + 1], ctx.apply("mul", ctx.apply("sub", x, float(xp[j + 1])), slope))
+            res = ctx.apply("where", ctx.apply("eq", x, float(xp[j + 1])), end, res)
+        res = ctx.apply("where", ctx.apply("lt", x, float(xp[j + 1])), seg, res)
+    res = ctx.apply("where", ctx.apply("lt", x, float(xp[0])), f[0] if left is None else left, res)
+    return ctx.apply("where", _not_nan(ctx, x), res, last)  # NaN in, NaN out (the last segment's slope, as JAX)
+
+
+def polyval(ctx, p, x):
+    """np.polyval by Horner's rule: ((p[0] x + p[1]) x + ...) + p[-1]; p and x may be traced."""
+    api = _api()
+    pt = api._as_tracer(ctx, p)
+    if pt.ndim != 1:
+        raise ValueError("polyval: p must be a 1-D array of coefficients")
+    if pt.shape[0] == 0:
+        return ctx.apply("mul", x, 0.0)
+    coef = [ctx.apply("getitem", pt, params=((k,),)) for k in range(pt.shape[0])]
+    res = ctx.apply("add", ctx.apply("mul", x, 0.0), coef[0])
+    for c in coef[1:]:
+        res = ctx.apply("add", ctx.apply("mul", res, x), c)
+    return res
+
+
+FUNCTIONS = {
+    np.max: np_max, np.amax: np_max, np.min: np_min, np.amin: np_min, np.ptp: ptp,
+    np.argmax: _arg_extreme("argmax", np.argmax), np.argmin: _arg_extreme("argmin", np.argmin),
+    np.var: var, np.std: std, np.average: average, np.prod: prod, np.cumsum: cumsum, np.cumprod: cumprod,
+    np.diff: diff, np.nansum: nansum, np.nanmean: nanmean, np.interp: interp, np.polyval: polyval,
+}
