@@ -8,12 +8,10 @@ Each suite writes its own markdown (with machine, date and command):
     python benchmarks/bench_memory.py       -> results/memory.md
     python benchmarks/peers.py              -> results/peers.md   (needs `pip install -e ".[bench]"`)
     python benchmarks/profile_peers.py      -> results/peers_profile.md
-<<<<<<< HEAD
     python benchmarks/bench_dask.py         -> results/dask.md    (needs `pip install -e ".[dask]"`)
     python benchmarks/bench_sparse.py       -> results/sparse.md
-=======
     python benchmarks/bench_vocab.py        -> results/vocab.md
->>>>>>> h-vocab
+    python benchmarks/bench_linalg.py       -> results/linalg.md
 then:
     python benchmarks/collect.py            -> BENCHMARKS.md
 """
@@ -31,12 +29,10 @@ SUITES = [("summary.md", "Targets at a glance"),
           ("memory.md", "Memory: elementwise calls over 10^8 points allocate only their outputs (issue 8)"),
           ("peers.md", "Against peers: JAX, PyTensor, CasADi, autograd, SymPy, hand-written Numba (issue 7)"),
           ("peers_profile.md", "Against peers: where symgrad's time goes where it misses a target (issue 7)"),
-<<<<<<< HEAD
           ("dask.md", "Dask: a 2-process LocalCluster against one process (issue 18)"),
-          ("sparse.md", "Sparse Jacobians and Hessians: symgrad, CasADi SX, finite differences (issue 17)")]
-=======
-          ("vocab.md", "NumPy vocabulary: gradients through max, cumsum, gathers, pad, diff, std (issue 14)")]
->>>>>>> h-vocab
+          ("sparse.md", "Sparse Jacobians and Hessians: symgrad, CasADi SX, finite differences (issue 17)"),
+          ("vocab.md", "NumPy vocabulary: gradients through max, cumsum, gathers, pad, diff, std (issue 14)"),
+          ("linalg.md", "Linear algebra: Gaussian log-likelihood gradient through slogdet and solve (issue 14)")]
 
 
 def main() -> None:

@@ -170,8 +170,12 @@ def masks_traced(v):
     return np.sum(v[v > 0])
 
 
-def uses_inv(m):
-    return np.sum(np.linalg.inv(m))
+def uses_qr(m):
+    return np.sum(np.linalg.qr(m)[0])
+
+
+def lstsq_residuals(a, b):
+    return np.linalg.lstsq(a, b)[1] + 1.0
 
 
 def uses_scipy_gamma(x):
@@ -398,8 +402,20 @@ section(
          ("numpy.argmax of a traced value", "v[np.argmax(v)]", "np.take_along_axis with a constant index")),
     Case("np-floor", "`np.floor` (a ufunc with no rule)", lambda: sg.grad(uses_floor)(1.5),
          sg.UnsupportedOperationError, ("ufunc numpy.floor", "np.floor(x) * x", "custom_gradient")),
-    Case("np-linalg-inv", "`np.linalg.inv`", lambda: sg.jit(uses_inv, signature="(n,n)->()")(np.eye(2)),
-         sg.UnsupportedOperationError, ("numpy.linalg.inv has no symgrad rule", "uses_inv", "custom_gradient")),
+    Case("np-linalg-qr", "`np.linalg.qr`", lambda: sg.jit(uses_qr, signature="(n,n)->()")(np.eye(2)),
+         sg.UnsupportedOperationError, ("numpy.linalg.qr has no symgrad rule", "uses_qr", "custom_gradient")),
+    Case("linalg-det-of-vector", "`np.linalg.det(x)` with `x` a vector core",
+         lambda: sg.grad(lambda x: np.linalg.det(x), signature="(n)->()")(np.ones(3)), sg.UnsupportedOperationError,
+         ("numpy.linalg.det of a core of shape (3,)", 'signature="(n,n)->()"')),
+    Case("linalg-norm-ord", "`np.linalg.norm(x, 3)` (a p-norm other than 1, 2, inf)",
+         lambda: sg.grad(lambda x: np.linalg.norm(x, 3), signature="(n)->()")(np.ones(3)),
+         sg.UnsupportedOperationError, ("norm(..., ord=3) of a vector", "np.sum(np.abs(x) ** p) ** (1 / p)")),
+    Case("linalg-lstsq-residuals", "using `np.linalg.lstsq(a, b)[1]` (the residuals)",
+         lambda: sg.grad(lstsq_residuals, signature="(m,n),(m)->()")(np.ones((3, 2)), np.ones(3)),
+         sg.UnsupportedOperationError, ("lstsq's residuals", "lstsq(A, b)[0]", "lstsq_residuals")),
+    Case("linalg-lstsq-wide", "`np.linalg.lstsq(a, b)` with fewer rows than columns",
+         lambda: sg.jit(lambda a, b: np.linalg.lstsq(a, b)[0], signature="(m,n),(m)->(n)")(np.ones((2, 3)), np.ones(2)),
+         ValueError, ("only full-column-rank problems (m >= n)", "A is (2, 3)")),
     Case("scipy-gamma", "`scipy.special.gamma` (a ufunc from outside numpy)",
          lambda: sg.grad(uses_scipy_gamma)(2.0), sg.UnsupportedOperationError,
          ("gamma (from outside numpy, e.g. scipy.special)", "scipy.special.gamma(x)", "custom_gradient")),

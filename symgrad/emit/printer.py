@@ -19,12 +19,14 @@ from dataclasses import dataclass, field
 from ..ir.graph import Graph, Node
 from ..ir.ops import REGISTRY
 from ..ir.rules.elementwise import INFIX
+from ..ir.rules.linalg import STATEMENT_OPS as LINALG_STATEMENT_OPS
 from .names import TempNamer, comment_lines, float_literal
 
 ATOM = 100
 _INLINE_MAX_DEPTH = 24  # deeper inline expressions get a temporary: printing and Python's parser recurse
 _STATEMENT_OPS = {"contract", "scatter", "eye", "transpose", "sum"}  # emit lines; args must be names
 _STATEMENT_OPS |= {"take", "take_add", "amax", "amin", "cumsum"}  # NumPy vocabulary primitives
+_STATEMENT_OPS |= {"norm_inf"} | LINALG_STATEMENT_OPS  # symgrad.ir.rules.norms, symgrad.ir.rules.linalg
 
 
 @dataclass

@@ -13,6 +13,7 @@ import string
 import numpy as np
 
 from ..errors import TraceError, UnsupportedOperationError, format_error, user_location
+from .linalg_api import FUNCTIONS as LINALG_FUNCTIONS
 from . import numpy_reductions, numpy_shapes
 from .numpy_reductions import axes_of, normalize_axis_index, normalize_axis_tuple
 from .numpy_shapes import fancy_getitem, is_fancy
@@ -241,18 +242,13 @@ def clip(ctx, x, a_min=None, a_max=None, **kw):
     return out
 
 
-def norm(ctx, x, ord=None, axis=None, keepdims=False):
-    if ord not in (None, 2, "fro") and not (ord == 2 and axis is not None):
-        raise _unsupported("function", f"linalg.norm with ord={ord!r}")
-    x = _as_tracer(ctx, x)
-    return ctx.apply("sqrt", np_sum(ctx, ctx.apply("mul", x, x), axis=axis, keepdims=keepdims))
 
 
 FUNCTIONS = {
     np.sum: np_sum, np.mean: mean, np.dot: dot, np.vdot: lambda c, a, b: dot(c, np.ravel(a), np.ravel(b)),
     np.where: where, np.reshape: reshape, np.transpose: transpose,
     np.ravel: lambda c, x, order="C": reshape(c, x, (-1,), order), np.concatenate: concatenate, np.stack: stack,
-    np.clip: clip, np.linalg.norm: norm,
+    np.clip: clip,
     np.expand_dims: lambda c, x, axis: reshape(c, x, np.expand_dims(np.empty(_as_tracer(c, x).shape), axis).shape),
     np.broadcast_to: lambda c, x, shape, **kw: c.apply("broadcast_to", x, params=(tuple(shape),)),
     np.zeros_like: lambda c, x, **kw: _as_tracer(c, np.zeros(_as_tracer(c, x).shape)),
@@ -260,6 +256,7 @@ FUNCTIONS = {
     np.shape: lambda c, x: _as_tracer(c, x).shape, np.ndim: lambda c, x: _as_tracer(c, x).ndim,
     np.size: lambda c, x: _as_tracer(c, x).size,
 }
+FUNCTIONS.update(LINALG_FUNCTIONS)  # np.linalg.norm, det, slogdet, inv, solve, cholesky, eigh, lstsq
 
 
 def _qualified(func) -> str:
