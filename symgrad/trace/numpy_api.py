@@ -8,23 +8,43 @@ from __future__ import annotations
 
 import math
 import string
+import sys
 
 import numpy as np
 
 from ..errors import TraceError, UnsupportedOperationError, format_error, user_location
+from ..ir.ops import REGISTRY
 from .tracer import TraceContext, Tracer, to_node
 
-_DIRECT = {
-    np.add: "add", np.subtract: "sub", np.multiply: "mul", np.true_divide: "div", np.negative: "neg",
-    np.power: "pow", np.float_power: "pow", np.exp: "exp", np.log: "log", np.log1p: "log1p",
-    np.expm1: "expm1", np.sqrt: "sqrt", np.sin: "sin", np.cos: "cos", np.tan: "tan", np.arcsin: "arcsin",
-    np.arccos: "arccos", np.arctan: "arctan", np.sinh: "sinh", np.cosh: "cosh", np.tanh: "tanh",
-    np.arcsinh: "arcsinh", np.absolute: "abs", np.fabs: "abs", np.sign: "sign", np.maximum: "maximum",
-    np.minimum: "minimum", np.logaddexp: "logaddexp",
-    np.hypot: "hypot", np.arctan2: "arctan2", np.greater: "gt", np.greater_equal: "ge", np.less: "lt",
-    np.less_equal: "le", np.equal: "eq", np.not_equal: "ne", np.logical_and: "logical_and",
-    np.logical_or: "logical_or", np.logical_not: "logical_not",
-}
+
+def _ufunc_table() -> dict:
+    """``{ufunc: op name}`` from each op's ``ufuncs`` facet (``"numpy.exp"``, ``"scipy.special.erf"``).
+
+    A module that is not imported yet is skipped (a scipy ufunc reaching the tracer means
+    scipy.special is imported), so tracing never imports scipy itself.
+    """
+    table = {}
+    for op in REGISTRY.values():
+        for qualified in op.ufuncs:
+            module, name = qualified.rsplit(".", 1)
+            mod = sys.modules.get(module)
+            fn = getattr(mod, name, None) if mod is not None else None
+            if fn is not None:
+                table[fn] = op.name
+    return table
+
+
+def _direct(ufunc):
+    """The op name ``ufunc`` traces to, or None (rebuilt when scipy.special gets imported)."""
+    key = "scipy.special" in sys.modules
+    if _DIRECT.get(None) != key:
+        _DIRECT.clear()
+        _DIRECT.update(_ufunc_table())
+        _DIRECT[None] = key
+    return _DIRECT.get(ufunc)
+
+
+_DIRECT: dict = {}
 
 _LN2, _LN10 = math.log(2.0), math.log(10.0)
 
@@ -69,8 +89,9 @@ def apply_ufunc(ctx: TraceContext, ufunc, method: str, inputs, kwargs):
         raise _unsupported("ufunc method", f"{ufunc.__name__}.{method}")
     if ufunc is np.matmul:
         return matmul(ctx, *inputs)
-    if ufunc in _DIRECT:
-        return ctx.apply(_DIRECT[ufunc], *inputs)
+    name = _direct(ufunc)
+    if name is not None:
+        return ctx.apply(name, *inputs)
     if ufunc in _COMPOSITE:
         return _COMPOSITE[ufunc](ctx, *inputs)
     if getattr(np, ufunc.__name__, None) is ufunc:
