@@ -46,7 +46,6 @@ def _direct(ufunc):
 
 _DIRECT: dict = {}
 
-_LN2, _LN10 = math.log(2.0), math.log(10.0)
 
 
 def _fmax_fmin(op):
@@ -59,16 +58,23 @@ _COMPOSITE = {
     np.square: lambda c, x: c.apply("mul", x, x),
     np.positive: lambda c, x: x,
     np.reciprocal: lambda c, x: c.apply("div", 1.0, x),
-    np.exp2: lambda c, x: c.apply("exp", c.apply("mul", _LN2, x)),
-    np.log2: lambda c, x: c.apply("div", c.apply("log", x), _LN2),
-    np.log10: lambda c, x: c.apply("div", c.apply("log", x), _LN10),
     np.deg2rad: lambda c, x: c.apply("mul", math.pi / 180.0, x),
     np.rad2deg: lambda c, x: c.apply("mul", 180.0 / math.pi, x),
-    np.arctanh: lambda c, x: c.apply("mul", 0.5, c.apply("sub", c.apply("log1p", x), c.apply("log1p", c.apply("neg", x)))),
     np.fmax: _fmax_fmin("maximum"),
     np.fmin: _fmax_fmin("minimum"),
-    np.arccosh: lambda c, x: c.apply("log", c.apply("add", x, c.apply("sqrt", c.apply("sub", c.apply("mul", x, x), 1.0)))),
 }
+
+
+# scipy.special ufuncs written exactly with primitives (by name: scipy is imported only by the user)
+_SCIPY_COMPOSITE = {
+    "log_expit": lambda c, x: c.apply("neg", c.apply("softplus", c.apply("neg", x))),  # -log(1 + e^-x)
+}
+
+
+def _scipy_special_name(ufunc) -> str | None:
+    mod = sys.modules.get("scipy.special")
+    name = getattr(ufunc, "__name__", "")
+    return name if mod is not None and getattr(mod, name, None) is ufunc else None
 
 
 def _unsupported(kind: str, name: str, where: str = "numpy."):
@@ -85,6 +91,8 @@ def apply_ufunc(ctx: TraceContext, ufunc, method: str, inputs, kwargs):
                                       user_location(3)))
     if method == "reduce" and ufunc is np.add:
         return apply_function(ctx, np.sum, inputs, {k: v for k, v in kwargs.items() if k != "out"})
+    if method == "reduce" and ufunc is np.logaddexp:
+        return logaddexp_reduce(ctx, *inputs, **{k: v for k, v in kwargs.items() if k != "out"})
     if method != "__call__":
         raise _unsupported("ufunc method", f"{ufunc.__name__}.{method}")
     if ufunc is np.matmul:
@@ -94,9 +102,40 @@ def apply_ufunc(ctx: TraceContext, ufunc, method: str, inputs, kwargs):
         return ctx.apply(name, *inputs)
     if ufunc in _COMPOSITE:
         return _COMPOSITE[ufunc](ctx, *inputs)
+    scipy_name = _scipy_special_name(ufunc)
+    if scipy_name in _SCIPY_COMPOSITE:
+        return _SCIPY_COMPOSITE[scipy_name](ctx, *inputs)
     if getattr(np, ufunc.__name__, None) is ufunc:
         raise _unsupported("ufunc", ufunc.__name__)
+    if scipy_name is not None:
+        raise _unsupported("ufunc", scipy_name, where="scipy.special.")
     raise _unsupported("ufunc", f"{ufunc.__name__} (from outside numpy, e.g. scipy.special)", where="")
+
+
+def logaddexp_reduce(ctx, x, axis=0, keepdims=False, **kw):
+    """``np.logaddexp.reduce(x, axis)``: log(sum(exp(x))) along ``axis`` as a fold of the stable
+    ``logaddexp`` primitive (each step max(a, b) + log1p(exp(-|a - b|))), the supported spelling
+    of ``scipy.special.logsumexp`` (which branches on values internally and cannot be traced).
+
+    Reference: Blanchard, Higham & Higham (2021), "Accurately computing the log-sum-exp and
+    softmax functions", IMA J. Numer. Anal. 41(4) (the fold's error bound is theirs).
+    """
+    x = _as_tracer(ctx, x)
+    if x.ndim == 0:
+        raise ValueError("np.logaddexp.reduce needs an array (a traced scalar has core shape ())")
+    axes = _axes(axis, x.ndim)
+    if len(axes) != 1:
+        raise _unsupported("function", "logaddexp.reduce over several axes (reduce one axis at a time)")
+    ax = axes[0]
+    pick = [slice(None)] * x.ndim
+    out = None
+    for i in range(x.shape[ax]):
+        pick[ax] = i
+        xi = x[tuple(pick)]
+        out = xi if out is None else ctx.apply("logaddexp", out, xi)
+    if keepdims:
+        out = reshape(ctx, out, tuple(1 if i == ax else d for i, d in enumerate(x.shape)))
+    return out
 
 
 # -- indexing ------------------------------------------------------------------------

@@ -1,2 +1,2 @@
 """Importing this package registers every primitive in :data:`symgrad.ir.ops.REGISTRY`."""
-from . import elementwise, structural  # noqa: F401
+from . import elementwise, special, structural  # noqa: F401

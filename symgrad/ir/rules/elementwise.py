@@ -17,6 +17,10 @@ differentiable), chosen once and tested:
 * ``where(c, a, b)``: derivative of the taken branch only; the untaken
   branch contributes an exact zero, never ``0 * nan``.
 * ``sign`` and comparisons: zero derivative / not differentiable.
+* ``hypot(a, b)`` at ``a = b = 0``: derivative (0, 0), so ``hypot(x, 0)`` has ``abs``'s
+  derivative at 0 (JAX x64 gives 0.5, from its max/min tie split).
+* ``sqrt(x*x)`` and ``sqrt(x**2)`` are ``abs(x)`` (derivative 0 at 0 instead of 0/0 = NaN;
+  JAX gives NaN).
 """
 from __future__ import annotations
 
@@ -214,8 +218,19 @@ _ew("log", 1, np.log, sp.log, lambda out, x: (1.0 / x,), mpmath=mpmath.log, doma
 _ew("log1p", 1, np.log1p, log1p, lambda out, x: (1.0 / (1.0 + x),), mpmath=mpmath.log1p, domain=(_POS,),
     ref="DLMF 4.5.2")
 _ew("expm1", 1, np.expm1, expm1, lambda out, x: (out + 1.0,), mpmath=mpmath.expm1, ref="DLMF 4.5.1")
+def _simp_sqrt(g, args, params, shape):
+    """sqrt(a*a) -> |a| (and sqrt(a**2)): equal wherever a*a does not overflow or underflow,
+    exact where it does, and differentiable at 0 with abs's convention (0 instead of 0/0)."""
+    (a,) = args
+    n = g[a]
+    if n.op == "mul" and n.args[0] == n.args[1] or n.op == "pow" and g.is_const(n.args[1], 2.0):
+        if _same_shape(g, n.args[0], shape):
+            return g.apply("abs", n.args[0])
+    return None
+
+
 _ew("sqrt", 1, np.sqrt, sp.sqrt, lambda out, x: (0.5 / out,), mpmath=mpmath.sqrt, domain=(_POS,),
-    ref="power rule")
+    simplify=_simp_sqrt, kink="sqrt(x*x) is |x| (derivative 0 at 0, as abs)", ref="power rule")
 _ew("sin", 1, np.sin, sp.sin, lambda out, x: (x.cos(),), mpmath=mpmath.sin, ref="DLMF 4.20.1")
 _ew("cos", 1, np.cos, sp.cos, lambda out, x: (-x.sin(),), mpmath=mpmath.cos, ref="DLMF 4.20.2")
 _ew("tan", 1, np.tan, sp.tan, lambda out, x: (1.0 + out * out,), mpmath=mpmath.tan, domain=(_UNIT,),
@@ -238,9 +253,9 @@ _ew("abs", 1, np.abs, sp.Abs, lambda out, x: (x.sign(),), mpmath=abs, ufuncs=("n
     kink="derivative 0 at x = 0", ref="d|x|/dx = sign(x)")
 _ew("sign", 1, np.sign, sp.sign, lambda out, x: (None,), mpmath=mpmath.sign,
     kink="derivative 0 everywhere (0 at the jump)", ref="piecewise constant")
-_ew("sigmoid", 1, npf.sigmoid, sigmoid, lambda out, x: (out * (1.0 - out),),
+_ew("sigmoid", 1, npf.sigmoid, sigmoid, lambda out, x: (out * (-x).sigmoid(),),
     mpmath=lambda x: 1 / (1 + mpmath.exp(-x)), ufuncs=("scipy.special.expit",), emit=_call("_sigmoid"),
-    helpers=("_sigmoid",), ref="sigma' = sigma (1 - sigma)")
+    helpers=("_sigmoid",), ref="sigma' = sigma (1 - sigma) = sigma(x) sigma(-x) (no cancellation for x >> 1)")
 _ew("softplus", 1, npf.softplus, softplus, lambda out, x: (x.sigmoid(),), mpmath=lambda x: mpmath.log1p(mpmath.exp(x)),
     emit=_call("_softplus"), helpers=("_softplus",), ref="Maechler (2012): log1pexp")
 
@@ -254,8 +269,10 @@ _ew("minimum", 2, np.minimum, sp.Min,
 _ew("logaddexp", 2, np.logaddexp, logaddexp,
     lambda out, a, b: ((a - b).sigmoid(), (b - a).sigmoid()), mpmath=logaddexp._mp,
     ref="Blanchard, Higham & Higham (2021): d/da log(e^a + e^b) = sigmoid(a - b)")
-_ew("hypot", 2, np.hypot, hypot, lambda out, a, b: (a / out, b / out), mpmath=mpmath.hypot,
-    ref="d/da sqrt(a^2+b^2) = a / hypot")
+_ew("hypot", 2, np.hypot, hypot,
+    lambda out, a, b: (out.eq(0.0).where(0.0, a / out), out.eq(0.0).where(0.0, b / out)), mpmath=mpmath.hypot,
+    kink="derivative (0, 0) at a = b = 0, consistent with abs'(0) = 0 (hypot(x, 0) = |x|); "
+         "JAX gives (0.5, 0.5) there", ref="d/da sqrt(a^2+b^2) = a / hypot")
 _ew("arctan2", 2, np.arctan2, sp.atan2,
     lambda out, y, x: (x / (x * x + y * y), -y / (x * x + y * y)), mpmath=mpmath.atan2, ref="DLMF 4.24 (atan2)")
 
