@@ -150,8 +150,8 @@ def uses_sort(v):
     return np.sum(np.sort(v))
 
 
-def uses_floor(x):
-    return np.floor(x) * x
+def uses_spacing(x):
+    return np.spacing(x) * x
 
 
 def uses_max(v):
@@ -162,8 +162,8 @@ def uses_inv(m):
     return np.sum(np.linalg.inv(m))
 
 
-def uses_scipy_gamma(x):
-    return scipy.special.gamma(x)
+def uses_scipy_struve(x):
+    return scipy.special.struve(0.0, x)
 
 
 def returns_none(x):
@@ -374,13 +374,13 @@ section(
          sg.UnsupportedOperationError, ("numpy.sort has no symgrad rule", "np.sort(v)", "custom_gradient")),
     Case("np-max", "`np.max` (a reduction with no rule)", lambda: sg.grad(uses_max, signature="(n)->()")(np.ones(3)),
          sg.UnsupportedOperationError, ("numpy.max has no symgrad rule", "np.max(v)", "supported numpy")),
-    Case("np-floor", "`np.floor` (a ufunc with no rule)", lambda: sg.grad(uses_floor)(1.5),
-         sg.UnsupportedOperationError, ("ufunc numpy.floor", "np.floor(x) * x", "custom_gradient")),
+    Case("np-spacing", "`np.spacing` (a ufunc with no rule)", lambda: sg.grad(uses_spacing)(1.5),
+         sg.UnsupportedOperationError, ("ufunc numpy.spacing", "np.spacing(x) * x", "custom_gradient")),
     Case("np-linalg-inv", "`np.linalg.inv`", lambda: sg.jit(uses_inv, signature="(n,n)->()")(np.eye(2)),
          sg.UnsupportedOperationError, ("numpy.linalg.inv has no symgrad rule", "uses_inv", "custom_gradient")),
-    Case("scipy-gamma", "`scipy.special.gamma` (a ufunc from outside numpy)",
-         lambda: sg.grad(uses_scipy_gamma)(2.0), sg.UnsupportedOperationError,
-         ("gamma (from outside numpy, e.g. scipy.special)", "scipy.special.gamma(x)", "custom_gradient")),
+    Case("scipy-struve", "`scipy.special.struve` (a scipy.special ufunc with no rule)",
+         lambda: sg.grad(uses_scipy_struve)(2.0), sg.UnsupportedOperationError,
+         ("ufunc scipy.special.struve has no symgrad rule", "scipy.special.struve(0.0, x)", "custom_gradient")),
 )
 
 section(
