@@ -6,13 +6,14 @@ Two tables: ``UFUNCS`` (ufunc -> builder) and ``FUNCTIONS`` (``np.sum``,
 """
 from __future__ import annotations
 
+import linecache
 import math
 import string
 import sys
 
 import numpy as np
 
-from ..errors import TraceError, UnsupportedOperationError, format_error, user_location
+from ..errors import SourceLoc, TraceError, UnsupportedOperationError, format_error, user_location
 from ..ir.ops import REGISTRY
 from .tracer import TraceContext, Tracer, to_node
 
@@ -75,6 +76,38 @@ def _scipy_special_name(ufunc) -> str | None:
     mod = sys.modules.get("scipy.special")
     name = getattr(ufunc, "__name__", "")
     return name if mod is not None and getattr(mod, name, None) is ufunc else None
+
+
+# scipy.special functions that are not ufuncs and branch on values inside (they cannot be
+# traced): what to write instead
+_SCIPY_PYTHON_FUNCTIONS = {
+    "logsumexp": "np.logaddexp.reduce(x, axis=...) (a fold of the stable logaddexp)",
+    "softmax": "np.exp(x - np.logaddexp.reduce(x, axis=..., keepdims=True))",
+    "log_softmax": "x - np.logaddexp.reduce(x, axis=..., keepdims=True)",
+}
+
+
+def untraceable_library_call():
+    """An :class:`UnsupportedOperationError` naming ``scipy.special.<f>`` when a traced value is
+    used concretely inside one of the non-ufunc scipy.special functions above, else None."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        code = frame.f_code
+        if "scipy" in code.co_filename and code.co_name in _SCIPY_PYTHON_FUNCTIONS:
+            caller = frame.f_back
+            while caller is not None and "scipy" in caller.f_code.co_filename:
+                caller = caller.f_back
+            loc = None
+            if caller is not None:
+                c = caller.f_code
+                loc = SourceLoc(c.co_qualname, c.co_filename, caller.f_lineno,
+                                linecache.getline(c.co_filename, caller.f_lineno).strip())
+            return UnsupportedOperationError(format_error(
+                f"scipy.special.{code.co_name} cannot be traced",
+                "it is not a ufunc and branches on the values of its argument internally",
+                f"write {_SCIPY_PYTHON_FUNCTIONS[code.co_name]}", loc))
+        frame = frame.f_back
+    return None
 
 
 def _unsupported(kind: str, name: str, where: str = "numpy."):
