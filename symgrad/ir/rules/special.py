@@ -97,6 +97,18 @@ def _mp_erfcinv(x):
         return mpmath.erfinv(1 - x)
 
 
+def _gamma_family(fn):
+    """mpmath evaluation of a gamma-family function, NaN at the poles x = 0, -1, -2, ... and for
+    x < -1e6 (mpmath's reflection there takes minutes; the stabiliser drops such points).
+    Every float below -2**52 is a pole anyway."""
+    def mp(*args):
+        x = args[-1]
+        if x <= 0 and (x == mpmath.floor(x) or x < -1e6):
+            return mpmath.nan
+        return fn(*args)
+    return mp
+
+
 def _mp_gammaln(x):
     return mpmath.loggamma(x) if x > 0 else mpmath.log(abs(mpmath.gamma(x)))
 
@@ -181,13 +193,13 @@ _special("erfcinv", 1, _scipy("erfcinv"), sp.erfcinv, lambda out, x: ((-0.5 * _S
          ref="DLMF 7.17: inverse function rule, erfcinv' = -sqrt(pi)/2 exp(erfcinv^2)")
 
 # -- gamma function family (DLMF ch. 5) -------------------------------------------------------
-polygamma = special_function("polygamma", 2, lambda n, x: mpmath.polygamma(int(n), x),
+polygamma = special_function("polygamma", 2, _gamma_family(lambda n, x: mpmath.polygamma(int(n), x)),
                              lambda n, x: (sp.S.Zero, polygamma(n + 1, x)),
                              "polygamma(n, x): the (n+1)-th derivative of log Gamma (DLMF 5.15.1).")
-digamma = special_function("digamma", 1, mpmath.digamma, lambda x: (polygamma(1, x),),
+digamma = special_function("digamma", 1, _gamma_family(mpmath.digamma), lambda x: (polygamma(1, x),),
                            "digamma(x) = Gamma'(x)/Gamma(x) (DLMF 5.2.2).")
 _special("digamma", 1, _scipy("psi"), digamma, lambda out, x: (_const(x, 1.0).polygamma(x),),
-         mpmath=mpmath.digamma, ufuncs=("scipy.special.psi", "scipy.special.digamma"), cython="psi",
+         mpmath=digamma._mp, ufuncs=("scipy.special.psi", "scipy.special.digamma"), cython="psi",
          ref="DLMF 5.15.1: digamma' = polygamma(1, x)")
 _special("polygamma", 2, lambda n, x: _scipy("polygamma")(n, x), polygamma,
          lambda out, n, x: (None, (n + 1.0).polygamma(x)), mpmath=polygamma._mp, ufuncs=(),
@@ -195,14 +207,15 @@ _special("polygamma", 2, lambda n, x: _scipy("polygamma")(n, x), polygamma,
          kink="n is an integer order: no derivative in n (its partial is 0)",
          ref="DLMF 5.15.1: d/dx polygamma(n, x) = polygamma(n + 1, x)")
 _special("gammaln", 1, _scipy("gammaln"), sp.loggamma, lambda out, x: (x.digamma(),),
-         mpmath=_mp_gammaln, ufuncs=("scipy.special.gammaln",), cython="gammaln", domain=(_POS,),
+         mpmath=_gamma_family(_mp_gammaln), ufuncs=("scipy.special.gammaln",), cython="gammaln", domain=(_POS,),
          ref="DLMF 5.15.1: (log Gamma)' = digamma (log|Gamma| for x < 0, as SciPy); SciPy's, not "
              "math.lgamma (7x the error near the roots x = 1, 2)")
 _ew("gamma", 1, _scipy("gamma"), sp.gamma, lambda out, x: (out * x.digamma(),),
-    mpmath=mpmath.gamma, ufuncs=("scipy.special.gamma",), emit=_call("math.gamma"), domain=(_POS,),
+    mpmath=_gamma_family(mpmath.gamma), ufuncs=("scipy.special.gamma",), emit=_call("math.gamma"), domain=(_POS,),
     ref="DLMF 5.15.1: Gamma' = Gamma digamma")
 
-betaln = special_function("betaln", 2, lambda a, b: mpmath.log(abs(mpmath.beta(a, b))),
+betaln = special_function("betaln", 2, _gamma_family(lambda a, b: _gamma_family(
+                              lambda x: mpmath.log(abs(mpmath.beta(x, b))))(a)),
                           lambda a, b: (digamma(a) - digamma(a + b), digamma(b) - digamma(a + b)),
                           "log|B(a, b)| (DLMF 5.12.1).")
 _special("betaln", 2, _scipy("betaln"), betaln,
