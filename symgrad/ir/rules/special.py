@@ -37,7 +37,8 @@ import sympy as sp
 
 from ..ops import E
 from ..sympy_special import special_function
-from .elementwise import _POS, _REAL, _UNIT, _call, _ew
+from .elementwise import _POS, _REAL, _UNIT, _call
+from .elementwise import _ew as _ew_base
 
 _PROB = "prob"      # (0, 1)
 _ABOVE1 = "above1"  # (1, inf)
@@ -47,6 +48,26 @@ _SQRT_PI = math.sqrt(math.pi)
 _SQRT_2PI = math.sqrt(2.0 * math.pi)
 _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 _LN2, _LN10 = math.log(2.0), math.log(10.0)
+
+
+_MAX_MAG = 4096  # bits: arguments beyond 2**4096 are far outside every float format
+
+
+def _in_range(fn):
+    """The mpmath facet, NaN for an argument of magnitude above 2**4096 (an intermediate such as
+    exp(exp(x)) in the stabiliser's reference): mpmath's special functions can take minutes there,
+    or abort the process in GMP ("overflow in mpz type").  The sampler drops NaN points."""
+    def mp(*args):
+        for a in args:
+            if type(a) is mpmath.mpf and a._mpf_[1] and a._mpf_[2] + a._mpf_[3] > _MAX_MAG:
+                return mpmath.nan
+        return fn(*args)
+    return mp
+
+
+def _ew(*args, mpmath, **kwargs):
+    """:func:`.elementwise._ew` with the mpmath facet range-guarded (:func:`_in_range`)."""
+    return _ew_base(*args, mpmath=_in_range(mpmath), **kwargs)
 
 
 def _scipy(name: str):
