@@ -1,8 +1,8 @@
 """Black-Scholes call price and its Greeks from scipy.special.ndtr, differentiated by symgrad.
 
 The price is written once, with the standard normal CDF ``scipy.special.ndtr``
-(and again with ``erf``); ``sg.grad`` gives delta, vega, rho and theta and
-``sg.hessian`` gives gamma.  Each is checked against its closed form
+(and again with ``erf``); ``sg.grad`` gives delta, vega, rho and theta and a
+Hessian-vector product ``sg.hvp`` gives gamma.  Each is checked against its closed form
 (Hull, "Options, Futures, and Other Derivatives", 10th ed., ch. 19):
 
     d1 = (log(S/K) + (r + sigma^2/2) T) / (sigma sqrt T),  d2 = d1 - sigma sqrt T
@@ -56,11 +56,16 @@ def main():
                         [100.0, 180.0, 2.0, 0.03, 0.15]])  # deep out of the money
     price = sg.jit(call_price, signature=SIG)
     price_erf = sg.jit(call_price_erf, signature=SIG)
-    grad = sg.grad(call_price, signature=SIG)
-    hess = sg.hessian(call_price, signature=SIG)
+    # stabilize=False: the stabiliser's search takes about 45 s of CPU on these five gradient
+    # formulas; the closed-form checks below show the unstabilised rules are accurate to 1e-14 here
+    grad = sg.grad(call_price, signature=SIG, stabilize=False)
     got = {"price": price(options)}
-    g, h = grad(options), hess(options)
-    got.update(delta=g[:, 0], rho=g[:, 3], vega=g[:, 4], theta=-g[:, 2], gamma=h[:, 0, 0])
+    g = grad(options)
+    # gamma = d(delta)/dS: one Hessian-vector product with e_S (never the 5 x 5 Hessian)
+    e_S = np.zeros_like(options)
+    e_S[:, 0] = 1.0
+    h_S = sg.hvp(call_price, (options,), (e_S,), signature=SIG, stabilize=False)
+    got.update(delta=g[:, 0], rho=g[:, 3], vega=g[:, 4], theta=-g[:, 2], gamma=h_S[:, 0])
     ref = closed_form(*options.T)
     worst = 0.0
     for i, row in enumerate(options):
