@@ -150,8 +150,8 @@ def uses_sort(v):
     return np.sum(np.sort(v))
 
 
-def uses_floor(x):
-    return np.floor(x) * x
+def uses_spacing(x):
+    return np.spacing(x) * x
 
 
 def uses_median(v):
@@ -178,8 +178,8 @@ def lstsq_residuals(a, b):
     return np.linalg.lstsq(a, b)[1] + 1.0
 
 
-def uses_scipy_gamma(x):
-    return scipy.special.gamma(x)
+def uses_scipy_struve(x):
+    return scipy.special.struve(0.0, x)
 
 
 def returns_none(x):
@@ -400,8 +400,8 @@ section(
     Case("argmax-traced", "`v[np.argmax(v)]` (a position that depends on the input)",
          lambda: sg.grad(argmax_traced, signature="(n)->()")(np.ones(3)), sg.UnsupportedOperationError,
          ("numpy.argmax of a traced value", "v[np.argmax(v)]", "np.take_along_axis with a constant index")),
-    Case("np-floor", "`np.floor` (a ufunc with no rule)", lambda: sg.grad(uses_floor)(1.5),
-         sg.UnsupportedOperationError, ("ufunc numpy.floor", "np.floor(x) * x", "custom_gradient")),
+    Case("np-spacing", "`np.spacing` (a ufunc with no rule)", lambda: sg.grad(uses_spacing)(1.5),
+         sg.UnsupportedOperationError, ("ufunc numpy.spacing", "np.spacing(x) * x", "custom_gradient")),
     Case("np-linalg-qr", "`np.linalg.qr`", lambda: sg.jit(uses_qr, signature="(n,n)->()")(np.eye(2)),
          sg.UnsupportedOperationError, ("numpy.linalg.qr has no symgrad rule", "uses_qr", "custom_gradient")),
     Case("linalg-det-of-vector", "`np.linalg.det(x)` with `x` a vector core",
@@ -416,9 +416,9 @@ section(
     Case("linalg-lstsq-wide", "`np.linalg.lstsq(a, b)` with fewer rows than columns",
          lambda: sg.jit(lambda a, b: np.linalg.lstsq(a, b)[0], signature="(m,n),(m)->(n)")(np.ones((2, 3)), np.ones(2)),
          ValueError, ("only full-column-rank problems (m >= n)", "A is (2, 3)")),
-    Case("scipy-gamma", "`scipy.special.gamma` (a ufunc from outside numpy)",
-         lambda: sg.grad(uses_scipy_gamma)(2.0), sg.UnsupportedOperationError,
-         ("gamma (from outside numpy, e.g. scipy.special)", "scipy.special.gamma(x)", "custom_gradient")),
+    Case("scipy-struve", "`scipy.special.struve` (a scipy.special ufunc with no rule)",
+         lambda: sg.grad(uses_scipy_struve)(2.0), sg.UnsupportedOperationError,
+         ("ufunc scipy.special.struve has no symgrad rule", "scipy.special.struve(0.0, x)", "custom_gradient")),
 )
 
 section(

@@ -257,6 +257,10 @@ def build_shared(built: Built, out_path, dtypes=ALL_DTYPES, progress=None) -> li
         raise AOTError(f"-o {out_path.name}: the module name {stem!r} is not a Python identifier")
     ext_name = f"{stem}_kernels"
     source = module_source(built, dtypes)
+    if "_scipy_special(" in source:  # see symgrad.emit.prelude: SciPy's code is linked at import
+        raise AOTError("--shared cannot build kernels that call scipy.special functions (they link "
+                       "SciPy's compiled code when the module is imported); build the module form "
+                       "(without --shared), which imports scipy")
     nbt = {"float64": types.float64, "float32": types.float32, "bool": types.boolean}
     with tempfile.TemporaryDirectory(prefix="symgrad_aot_") as tmp:
         mod = _import_path(write(Path(tmp) / f"_symgrad_aot_{stem}.py", source), f"_symgrad_aot_{stem}")

@@ -22,7 +22,7 @@ import numpy as np
 
 from ..ir.graph import Graph
 from .names import DTYPES, SUFFIX, check_names, comment_lines, const_name, docstring, spec_name
-from .prelude import HELPERS, helpers_used
+from .prelude import helper_source, helpers_used
 from .printer import KernelIO, array_constants, print_body
 
 JIT = '@numba.njit(cache=True, fastmath=False, error_model="numpy", nogil=True)'
@@ -204,6 +204,6 @@ def emit_module(g: Graph, kernels: list[KernelDef], header: list[str],
     if const_lines:
         out += [""] + const_lines
     for h in helpers:
-        out += ["", HELPERS[h].strip("\n")]
+        out += ["", helper_source(h).strip("\n")]
     out += func_lines + wrapper_lines
     return "\n".join(out) + "\n"

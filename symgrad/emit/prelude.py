@@ -32,9 +32,141 @@ def _erf(x):
     """The error function (NumPy has no erf ufunc; Numba supports math.erf)."""
     return math.erf(x)
 ''',
+    "_heaviside": '''
+@numba.njit(cache=True, fastmath=False, error_model="numpy")
+def _heaviside(x, h0):
+    """NumPy's heaviside: 0 for x < 0, h0 at 0, 1 for x > 0, NaN for NaN (dtype of x kept)."""
+    one = x ** 0
+    if x != x:
+        return x
+    return one - one if x < 0 else (h0 if x == 0 else one)
+''',
+    "_polygamma": '''
+_BERNOULLI_2K = (1.0 / 6, -1.0 / 30, 1.0 / 42, -1.0 / 30, 5.0 / 66, -691.0 / 2730, 7.0 / 6,
+                 -3617.0 / 510, 43867.0 / 798, -174611.0 / 330)
+
+
+@numba.njit(cache=True, fastmath=False, error_model="numpy")
+def _polygamma(n, x):
+    """polygamma(n, x) in float64, as scipy.special.polygamma (cython_special has no Hurwitz zeta).
+
+    n = 0: SciPy's psi.  n >= 1: the recurrence psi_n(x) = psi_n(x + 1) - (-1)**n n!/x**(n+1)
+    (DLMF 5.15.5) up to x >= 20 + n, then the asymptotic series DLMF 5.15.8 with ten
+    Bernoulli terms (the next term is below 1e-17 relative there).
+    """
+    n = np.float64(n)
+    x = np.float64(x)
+    if n == 0.0:
+        return _sc_psi(x)
+    if n < 0.0 or n != math.floor(n) or x != x:
+        return np.nan
+    if x <= 0.0 and x == math.floor(x):
+        return np.inf if n % 2.0 == 1.0 else np.nan
+    sign = 1.0 if n % 2.0 == 1.0 else -1.0   # (-1)**(n+1)
+    fact = math.gamma(n + 1.0)
+    acc = 0.0
+    while x < 20.0 + n:
+        acc += sign * fact / x ** (n + 1.0)   # psi_n(x) = psi_n(x + 1) + (-1)**(n+1) n!/x**(n+1)
+        x += 1.0
+    s = math.gamma(n) / x ** n + fact / (2.0 * x ** (n + 1.0))
+    for k in range(1, 11):
+        s += _BERNOULLI_2K[k - 1] * math.exp(math.lgamma(2.0 * k + n) - math.lgamma(2.0 * k + 1.0)) / x ** (2.0 * k + n)
+    return acc + sign * s
+''',
 }
+
+# SciPy's compiled special functions (scipy.special.cython_special), called from kernels as
+# Numba external functions: the symbol is registered with LLVM when the module is imported,
+# so kernels that call it stay cacheable (a ctypes pointer would make them uncacheable).
+_SCIPY_SETUP = '''
+import llvmlite.binding as _llvm
+from numba.extending import get_cython_function_address as _cython_address
+
+
+def _scipy_special(name, capsule, nargs):
+    """SciPy's compiled scipy.special.<name> (double in, double out) as a Numba external function."""
+    symbol = "symgrad_scipy_special_" + name
+    _llvm.add_symbol(symbol, _cython_address("scipy.special.cython_special", capsule))
+    return numba.types.ExternalFunction(symbol, numba.float64(*((numba.float64,) * nargs + (numba.intc,))))
+'''
+
+
+def _capsule(name: str, nargs: int) -> str:
+    """The cython_special export of ``name`` taking and returning doubles (fused names vary)."""
+    import ctypes
+
+    import scipy.special.cython_special as cs
+
+    get_name = ctypes.pythonapi.PyCapsule_GetName
+    get_name.restype, get_name.argtypes = ctypes.c_char_p, [ctypes.py_object]
+    want = "double (" + ", ".join(["double"] * nargs) + ", int __pyx_skip_dispatch)"
+    for key in [name] + [f"__pyx_fuse_{i}{name}" for i in range(4)]:
+        cap = cs.__pyx_capi__.get(key)
+        if cap is not None and get_name(cap).decode() == want:
+            return key
+    raise LookupError(f"scipy.special.cython_special has no double version of {name}")
+
+
+def _scipy_helper(name: str, nargs: int) -> str:
+    args = ", ".join(f"x{i}" for i in range(nargs))
+    conv = ", ".join(f"np.float64(x{i})" for i in range(nargs))
+    return f'''
+_sc_{name}_c = _scipy_special({name!r}, {_capsule(name, nargs)!r}, {nargs})
+
+
+@numba.njit(cache=True, fastmath=False, error_model="numpy")
+def _sc_{name}({args}):
+    """scipy.special.{name}: SciPy's compiled implementation (cython_special), in float64."""
+    return _sc_{name}_c({conv}, 0)
+'''
+
+
+def _helper_source(name: str) -> str:
+    if name in HELPERS:
+        return HELPERS[name]
+    if name == "_scipy_special":
+        return _SCIPY_SETUP
+    if name.startswith("_sc_"):
+        return _scipy_helper(name[4:], _scipy_arity(name[4:]))
+    raise KeyError(name)
+
+
+def _scipy_arity(name: str) -> int:
+    from ..ir.ops import REGISTRY
+
+    if name == "psi":
+        return 1
+    for op in REGISTRY.values():
+        if f"_sc_{name}" in op.helpers:
+            return len(op.domain)
+    raise KeyError(name)
+
+
+def _all_helper_names() -> list[str]:
+    from ..ir.ops import REGISTRY
+
+    names = list(HELPERS)
+    for op in REGISTRY.values():
+        names += [h for h in op.helpers if h not in names]
+    return names + (["_sc_psi"] if "_sc_psi" not in names else [])
 
 
 def helpers_used(body_text: str) -> list[str]:
-    """Names of the helpers that ``body_text`` calls, in a fixed order."""
-    return [name for name in HELPERS if f"{name}(" in body_text]
+    """Names of the helpers that ``body_text`` calls, with the helpers those call, in a fixed
+    order (the SciPy setup first when a ``_sc_`` helper is used)."""
+    used: list[str] = []
+    texts = [body_text]
+    while texts:
+        text = texts.pop()
+        for name in _all_helper_names():
+            if name not in used and f"{name}(" in text:
+                used.append(name)
+                texts.append(_helper_source(name))
+    order = _all_helper_names()
+    used.sort(key=order.index)
+    return (["_scipy_special"] if any(n.startswith("_sc_") for n in used) else []) + used
+
+
+def helper_source(name: str) -> str:
+    """Source text of helper ``name`` (see :func:`helpers_used`)."""
+    return _helper_source(name)

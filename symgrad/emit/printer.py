@@ -18,15 +18,16 @@ from dataclasses import dataclass, field
 
 from ..ir.graph import Graph, Node
 from ..ir.ops import REGISTRY
-from ..ir.rules.elementwise import INFIX
-from ..ir.rules.linalg import STATEMENT_OPS as LINALG_STATEMENT_OPS
 from .names import TempNamer, comment_lines, float_literal
 
 ATOM = 100
 _INLINE_MAX_DEPTH = 24  # deeper inline expressions get a temporary: printing and Python's parser recurse
-_STATEMENT_OPS = {"contract", "scatter", "eye", "transpose", "sum"}  # emit lines; args must be names
-_STATEMENT_OPS |= {"take", "take_add", "amax", "amin", "cumsum"}  # NumPy vocabulary primitives
-_STATEMENT_OPS |= {"norm_inf"} | LINALG_STATEMENT_OPS  # symgrad.ir.rules.norms, symgrad.ir.rules.linalg
+
+
+def _is_statement(op_name: str) -> bool:
+    """The op prints as statements (its ``statement`` facet); its arguments must be names."""
+    op = REGISTRY.get(op_name)
+    return op is not None and op.statement
 
 
 @dataclass
@@ -120,8 +121,9 @@ class _Body:
         return self._elementwise(node, items, scalar=shape is not None or node.shape == ())
 
     def _elementwise(self, node: Node, items, scalar: bool) -> tuple[str, int]:
-        if node.op in INFIX:
-            symbol, prec = INFIX[node.op]
+        infix = REGISTRY[node.op].infix
+        if infix:
+            symbol, prec = infix
             if len(items) == 1:
                 return f"-{_wrap(items[0], prec)}", prec
             left_need = prec + 1 if node.op == "pow" else prec
@@ -149,7 +151,7 @@ class _Body:
         g, node = self.g, self.g[nid]
         op = REGISTRY.get(node.op)
         self.lines += _comment_lines(self.comments, nid)
-        if op is not None and node.op in _STATEMENT_OPS:
+        if op is not None and op.statement:
             items = [_wrap(self.render(a, None), ATOM) for a in node.args]
             body = op.emit(self.ctx, node, items)
             if is_output_array and node.op == "contract":  # write straight into the output array
@@ -263,10 +265,10 @@ def print_body(g: Graph, args: list[KernelIO], outputs: list[KernelIO], dtype: s
 
 def _can_inline(g: Graph, nid: int, op, uses, consumer, comments) -> bool:
     """A single-use node is printed inside its consumer when that stays cheap and readable."""
-    if uses.get(nid, 0) != 1 or nid in comments or g[nid].op in _STATEMENT_OPS:
+    if uses.get(nid, 0) != 1 or nid in comments or _is_statement(g[nid].op):
         return False
     user = g[consumer[nid]]
-    if user.op in _STATEMENT_OPS:
+    if _is_statement(user.op):
         return False
     if op.elementwise:
         user_op = REGISTRY[user.op]

@@ -9,17 +9,11 @@ from __future__ import annotations
 import sympy as sp
 
 from .graph import Graph
-from .sympy_funcs import expm1, hypot, log1p, logaddexp, sigmoid, softplus
+from .ops import sympy_functions, sympy_relations
 
-_UNARY = {
-    sp.exp: "exp", sp.log: "log", sp.sin: "sin", sp.cos: "cos", sp.tan: "tan", sp.asin: "arcsin",
-    sp.acos: "arccos", sp.atan: "arctan", sp.sinh: "sinh", sp.cosh: "cosh", sp.tanh: "tanh",
-    sp.asinh: "arcsinh", sp.Abs: "abs", sp.sign: "sign", sp.erf: "erf", log1p: "log1p", expm1: "expm1",
-    sigmoid: "sigmoid", softplus: "softplus",
-}
-_BINARY = {logaddexp: "logaddexp", hypot: "hypot", sp.atan2: "arctan2"}
-_REL = {sp.StrictGreaterThan: "gt", sp.GreaterThan: "ge", sp.StrictLessThan: "lt", sp.LessThan: "le",
-        sp.Equality: "eq", sp.Unequality: "ne"}
+# SymPy class -> op name, derived from each op's ``sympy`` facet (symgrad.ir.ops)
+_FUNCTIONS = {cls: op.name for cls, op in sympy_functions().items()}
+_REL = {cls: op.name for cls, op in sympy_relations().items()}
 
 
 def from_sympy(g: Graph, expr, leaves: dict) -> int:
@@ -101,10 +95,8 @@ def from_sympy(g: Graph, expr, leaves: dict) -> int:
                 acc = g.apply(name, acc, rec(a))
             return acc
         func = type(e)
-        if func in _UNARY:
-            return g.apply(_UNARY[func], rec(e.args[0]))
-        if func in _BINARY:
-            return g.apply(_BINARY[func], rec(e.args[0]), rec(e.args[1]))
+        if func in _FUNCTIONS:
+            return g.apply(_FUNCTIONS[func], *[rec(a) for a in e.args])
         raise NotImplementedError(f"no symgrad primitive for SymPy {func.__name__}: {e}")
 
     return rec(sp.sympify(expr))

@@ -21,7 +21,8 @@ import numpy as np
 
 from .graph import OPS, Graph
 
-__all__ = ["OpDef", "REGISTRY", "register", "E", "broadcast_shapes"]
+__all__ = ["OpDef", "REGISTRY", "register", "E", "broadcast_shapes", "sympy_functions",
+           "sympy_relations"]
 
 
 @dataclass(frozen=True)
@@ -38,6 +39,18 @@ class OpDef:
       jvp / vjp: structural ops: ``jvp(g, node, tangents, nb)``,
         ``vjp(g, node, cotangent, nb)``; see :mod:`symgrad.ir.rules.structural`.
       emit: ``emit(ctx, node, arg_strs) -> str`` Numba expression.
+      mpmath: elementwise ops: ``mpmath(*mpf) -> mpf``, the value at the current mpmath
+        precision (the stabiliser's reference evaluator; it may override a few for speed
+        or loss tracking, keyed by op name, in :mod:`symgrad.stabilize.reference`).
+      numeric: elementwise ops: ``numeric(*arrays) -> array`` computed in the arguments'
+        dtype (float32 stays float32), the stabiliser's float evaluator.
+      ufuncs: qualified names of the ufuncs that trace to this op (``"numpy.exp"``,
+        ``"scipy.special.erf"``); the tracer's ufunc table is built from them.
+      infix: ``(symbol, precedence)`` for ops printed as Python operators.
+      statement: the op prints as statements (``emit`` returns lines using ``{out}``);
+        its arguments must be names.
+      helpers: names of the generated-module helper functions ``emit`` calls
+        (see :mod:`symgrad.emit.prelude`).
       nondiff: the op has no derivative (comparisons); must be explicit.
       kink: the documented convention at non-differentiable points.
       domain: per-argument sampling domain used by the rule tests.
@@ -59,6 +72,12 @@ class OpDef:
     kink: str = ""
     domain: tuple = ()
     ref: str = ""
+    mpmath: Callable | None = None
+    numeric: Callable | None = None
+    ufuncs: tuple = ()
+    infix: tuple | None = None
+    statement: bool = False
+    helpers: tuple = ()
 
 
 REGISTRY: dict[str, OpDef] = OPS  # one table, stored beside the graph that looks ops up
@@ -72,6 +91,33 @@ def register(op: OpDef) -> OpDef:
         raise ValueError(f"op {op.name!r} gives no derivative; pass nondiff=True if that is intended")
     REGISTRY[op.name] = op
     return op
+
+
+def sympy_functions() -> dict:
+    """``{SymPy function class: OpDef}`` for the elementwise ops whose ``sympy`` facet is a
+    ``sympy.Function`` subclass (``sp.exp``, ``sympy_funcs.log1p``, ``sp.erf`` ...).
+
+    The one inverse map: :mod:`symgrad.ir.from_sympy` and the stabiliser's float and mpmath
+    evaluators are built from it.  Arithmetic, ``Max``/``Min``, relations and ``Piecewise``
+    are SymPy's own expression forms and are handled structurally by those modules.
+    """
+    import sympy as sp
+
+    return _sympy_classes(sp.Function)
+
+
+def sympy_relations() -> dict:
+    """``{SymPy relation class: OpDef}`` for the comparison ops (``sp.StrictGreaterThan`` -> gt)."""
+    from sympy.core.relational import Relational
+
+    return _sympy_classes(Relational)
+
+
+def _sympy_classes(base) -> dict:
+    from . import rules  # noqa: F401  (registers every op)
+
+    return {op.sympy: op for op in REGISTRY.values()
+            if op.elementwise and isinstance(op.sympy, type) and issubclass(op.sympy, base)}
 
 
 def broadcast_shapes(*shapes) -> tuple[int, ...]:

@@ -14,7 +14,6 @@ log(1 - exp(-|a|))" (softplus / log1pexp); Blanchard, Higham & Higham (2021)
 from __future__ import annotations
 
 import mpmath
-import numpy as np
 import sympy as sp
 
 __all__ = ["log1p", "expm1", "softplus", "sigmoid", "logaddexp", "hypot", "CUSTOM_FUNCTIONS"]
@@ -153,10 +152,3 @@ class hypot(_StableFunction):
 
 
 CUSTOM_FUNCTIONS = {cls.__name__: cls for cls in (log1p, expm1, softplus, sigmoid, logaddexp, hypot)}
-
-
-def erf_np(x):
-    """Elementwise erf for ndarrays (NumPy has no erf ufunc)."""
-    import math as _math
-
-    return np.vectorize(_math.erf, otypes=[np.float64])(x)

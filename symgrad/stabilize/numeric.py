@@ -5,7 +5,8 @@ so every operation is rounded in the *target* format: inputs are cast to the
 dtype, every constant is a numpy scalar of the dtype (so ``float32`` arithmetic
 is never silently promoted to ``float64``), and quotients are evaluated the way
 a code printer writes them (``num / den``).  The stable primitives of
-:mod:`symgrad.ir.sympy_funcs` get the textbook stable numpy implementations.
+:mod:`symgrad.ir.sympy_funcs` get the textbook stable numpy implementations (each op's
+``numeric`` facet, declared with the op in :mod:`symgrad.ir.rules`).
 
 References:
     Goldberg (1991), "What every computer scientist should know about
@@ -19,34 +20,20 @@ from typing import Callable, Sequence
 import numpy as np
 import sympy as sp
 
-from symgrad.ir import sympy_funcs as sf
+from symgrad.ir import numpy_funcs as npf
+from symgrad.ir.ops import sympy_functions, sympy_relations
 
 __all__ = ["compile_numpy", "evaluate", "np_softplus", "np_sigmoid"]
 
 Env = Sequence[np.ndarray]
 
 
-def np_softplus(x):
-    """log(1 + exp(x)) as max(x, 0) + log1p(exp(-|x|)) (no overflow)."""
-    return np.maximum(x, x.dtype.type(0)) + np.log1p(np.exp(-np.abs(x)))
+np_softplus = npf.softplus  # the softplus/sigmoid ops' numeric facets (kept for importers)
+np_sigmoid = npf.sigmoid
 
-
-def np_sigmoid(x):
-    """1/(1+exp(-x)) for x >= 0, exp(x)/(1+exp(x)) for x < 0."""
-    one = x.dtype.type(1)
-    e = np.exp(-np.abs(x))
-    return np.where(x >= 0, one / (one + e), e / (one + e))
-
-
-_UNARY = {
-    sp.exp: np.exp, sp.log: np.log, sp.sin: np.sin, sp.cos: np.cos, sp.tan: np.tan,
-    sp.atan: np.arctan, sp.asin: np.arcsin, sp.acos: np.arccos, sp.sinh: np.sinh,
-    sp.cosh: np.cosh, sp.tanh: np.tanh, sp.Abs: np.abs, sp.sign: np.sign,
-    sf.log1p: np.log1p, sf.expm1: np.expm1, sf.softplus: np_softplus, sf.sigmoid: np_sigmoid,
-}
-_BINARY = {sf.logaddexp: np.logaddexp, sf.hypot: np.hypot}
-_REL = {sp.StrictLessThan: np.less, sp.LessThan: np.less_equal, sp.StrictGreaterThan: np.greater,
-        sp.GreaterThan: np.greater_equal, sp.Equality: np.equal, sp.Unequality: np.not_equal}
+# SymPy class -> float evaluator in the target dtype: each op's ``numeric`` facet (symgrad.ir.ops)
+_FUNCS = {cls: op.numeric for cls, op in sympy_functions().items()}
+_REL = {cls: op.numeric for cls, op in sympy_relations().items()}
 
 
 def _const(expr: sp.Expr, t) -> Callable[[Env], np.ndarray]:
@@ -107,13 +94,12 @@ def _compile_node(expr, pos: dict, t) -> Callable[[Env], np.ndarray]:
     if expr.is_Pow:
         return _compile_pow(expr.base, expr.exp, pos, t)
     f = expr.func
-    if f in _UNARY:
-        g, a = _UNARY[f], _compile(expr.args[0], pos, t)
+    if f in _FUNCS and len(expr.args) == 1:
+        g, a = _FUNCS[f], _compile(expr.args[0], pos, t)
         return lambda env: g(a(env))
-    if f in _BINARY:
-        g = _BINARY[f]
-        a, b = (_compile(x, pos, t) for x in expr.args)
-        return lambda env: g(a(env), b(env))
+    if f in _FUNCS:
+        g, parts = _FUNCS[f], [_compile(x, pos, t) for x in expr.args]
+        return lambda env: g(*[p(env) for p in parts])
     if f in (sp.Max, sp.Min):
         g = np.maximum if f is sp.Max else np.minimum
         return _fold(g, [_compile(a, pos, t) for a in expr.args])

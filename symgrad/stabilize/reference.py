@@ -20,7 +20,7 @@ import mpmath
 import numpy as np
 import sympy as sp
 
-from symgrad.ir import sympy_funcs as sf
+from symgrad.ir.ops import sympy_functions, sympy_relations
 
 from .numeric import _once_per_env
 
@@ -117,21 +117,22 @@ def _lae(a, b):
     return r
 
 
-_CUSTOM = {
-    sf.log1p: mpmath.log1p, sf.expm1: _expm1, sf.softplus: _softplus,
-    sf.sigmoid: lambda v: 1 / (1 + _exp(-v)), sf.logaddexp: _lae, sf.hypot: mpmath.hypot,
+# Evaluators that replace an op's plain ``mpmath`` facet here, keyed by op name: range-safe
+# or memoised versions (huge arguments), and loss-tracked ones (the cancellation bookkeeping
+# lives in this module).  Every other SymPy function evaluates with its op's facet.
+_OVERRIDES = {
+    "exp": _exp, "sin": _periodic(mpmath.sin), "cos": _periodic(mpmath.cos), "tan": _periodic(mpmath.tan),
+    "sinh": _sinh, "cosh": _cosh, "tanh": _tanh, "expm1": _expm1, "softplus": _softplus,
+    "sigmoid": lambda v: 1 / (1 + _exp(-v)), "logaddexp": _lae,
 }
+# ops whose result may cancel relative to their argument (loss tracked, see ``ill`` below)
+_ILL_OPS = ("log", "sin", "cos", "tan", "arcsin", "arccos", "arctan", "tanh")
 
-_UNARY = {
-    sp.exp: _exp, sp.log: mpmath.log, sp.sin: _periodic(mpmath.sin), sp.cos: _periodic(mpmath.cos),
-    sp.tan: _periodic(mpmath.tan), sp.atan: mpmath.atan, sp.asin: mpmath.asin, sp.acos: mpmath.acos,
-    sp.sinh: _sinh, sp.cosh: _cosh, sp.tanh: _tanh, sp.Abs: abs,
-    sp.sign: mpmath.sign,
-}
-_ILL = {sp.log, sp.sin, sp.cos, sp.tan, sp.asin, sp.acos, sp.atan, sp.tanh}
-_REL = {sp.StrictLessThan: lambda a, b: a < b, sp.LessThan: lambda a, b: a <= b,
-        sp.StrictGreaterThan: lambda a, b: a > b, sp.GreaterThan: lambda a, b: a >= b,
-        sp.Equality: lambda a, b: a == b, sp.Unequality: lambda a, b: a != b}
+_FUNCS = {cls: op for cls, op in sympy_functions().items()}
+_UNARY = {cls: _OVERRIDES.get(op.name, op.mpmath) for cls, op in _FUNCS.items() if len(op.domain) == 1}
+_CUSTOM = {cls: _OVERRIDES.get(op.name, op.mpmath) for cls, op in _FUNCS.items() if len(op.domain) != 1}
+_ILL = {cls for cls, op in _FUNCS.items() if op.name in _ILL_OPS}
+_REL = {cls: op.mpmath for cls, op in sympy_relations().items()}
 
 
 def _const(expr):

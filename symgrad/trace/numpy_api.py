@@ -7,31 +7,51 @@ shape functions of :mod:`.numpy_shapes` are merged into it).  A ufunc or functio
 """
 from __future__ import annotations
 
+import linecache
 import math
 import string
+import sys
 
 import numpy as np
 
-from ..errors import TraceError, UnsupportedOperationError, format_error, user_location
+from ..errors import SourceLoc, TraceError, UnsupportedOperationError, format_error, user_location
+from ..ir.ops import REGISTRY
 from .linalg_api import FUNCTIONS as LINALG_FUNCTIONS
 from . import numpy_reductions, numpy_shapes
 from .numpy_reductions import axes_of, normalize_axis_index, normalize_axis_tuple
 from .numpy_shapes import fancy_getitem, is_fancy
 from .tracer import TraceContext, Tracer, to_node
 
-_DIRECT = {
-    np.add: "add", np.subtract: "sub", np.multiply: "mul", np.true_divide: "div", np.negative: "neg",
-    np.power: "pow", np.float_power: "pow", np.exp: "exp", np.log: "log", np.log1p: "log1p",
-    np.expm1: "expm1", np.sqrt: "sqrt", np.sin: "sin", np.cos: "cos", np.tan: "tan", np.arcsin: "arcsin",
-    np.arccos: "arccos", np.arctan: "arctan", np.sinh: "sinh", np.cosh: "cosh", np.tanh: "tanh",
-    np.arcsinh: "arcsinh", np.absolute: "abs", np.fabs: "abs", np.sign: "sign", np.maximum: "maximum",
-    np.minimum: "minimum", np.logaddexp: "logaddexp",
-    np.hypot: "hypot", np.arctan2: "arctan2", np.greater: "gt", np.greater_equal: "ge", np.less: "lt",
-    np.less_equal: "le", np.equal: "eq", np.not_equal: "ne", np.logical_and: "logical_and",
-    np.logical_or: "logical_or", np.logical_not: "logical_not",
-}
 
-_LN2, _LN10 = math.log(2.0), math.log(10.0)
+def _ufunc_table() -> dict:
+    """``{ufunc: op name}`` from each op's ``ufuncs`` facet (``"numpy.exp"``, ``"scipy.special.erf"``).
+
+    A module that is not imported yet is skipped (a scipy ufunc reaching the tracer means
+    scipy.special is imported), so tracing never imports scipy itself.
+    """
+    table = {}
+    for op in REGISTRY.values():
+        for qualified in op.ufuncs:
+            module, name = qualified.rsplit(".", 1)
+            mod = sys.modules.get(module)
+            fn = getattr(mod, name, None) if mod is not None else None
+            if fn is not None:
+                table[fn] = op.name
+    return table
+
+
+def _direct(ufunc):
+    """The op name ``ufunc`` traces to, or None (rebuilt when scipy.special gets imported)."""
+    key = "scipy.special" in sys.modules
+    if _DIRECT.get(None) != key:
+        _DIRECT.clear()
+        _DIRECT.update(_ufunc_table())
+        _DIRECT[None] = key
+    return _DIRECT.get(ufunc)
+
+
+_DIRECT: dict = {}
+
 
 
 def _fmax_fmin(op):
@@ -44,16 +64,55 @@ _COMPOSITE = {
     np.square: lambda c, x: c.apply("mul", x, x),
     np.positive: lambda c, x: x,
     np.reciprocal: lambda c, x: c.apply("div", 1.0, x),
-    np.exp2: lambda c, x: c.apply("exp", c.apply("mul", _LN2, x)),
-    np.log2: lambda c, x: c.apply("div", c.apply("log", x), _LN2),
-    np.log10: lambda c, x: c.apply("div", c.apply("log", x), _LN10),
     np.deg2rad: lambda c, x: c.apply("mul", math.pi / 180.0, x),
     np.rad2deg: lambda c, x: c.apply("mul", 180.0 / math.pi, x),
-    np.arctanh: lambda c, x: c.apply("mul", 0.5, c.apply("sub", c.apply("log1p", x), c.apply("log1p", c.apply("neg", x)))),
     np.fmax: _fmax_fmin("maximum"),
     np.fmin: _fmax_fmin("minimum"),
-    np.arccosh: lambda c, x: c.apply("log", c.apply("add", x, c.apply("sqrt", c.apply("sub", c.apply("mul", x, x), 1.0)))),
 }
+
+
+# scipy.special ufuncs written exactly with primitives (by name: scipy is imported only by the user)
+_SCIPY_COMPOSITE = {
+    "log_expit": lambda c, x: c.apply("neg", c.apply("softplus", c.apply("neg", x))),  # -log(1 + e^-x)
+}
+
+
+def _scipy_special_name(ufunc) -> str | None:
+    mod = sys.modules.get("scipy.special")
+    name = getattr(ufunc, "__name__", "")
+    return name if mod is not None and getattr(mod, name, None) is ufunc else None
+
+
+# scipy.special functions that are not ufuncs and branch on values inside (they cannot be
+# traced): what to write instead
+_SCIPY_PYTHON_FUNCTIONS = {
+    "logsumexp": "np.logaddexp.reduce(x, axis=...) (a fold of the stable logaddexp)",
+    "softmax": "np.exp(x - np.logaddexp.reduce(x, axis=..., keepdims=True))",
+    "log_softmax": "x - np.logaddexp.reduce(x, axis=..., keepdims=True)",
+}
+
+
+def untraceable_library_call():
+    """An :class:`UnsupportedOperationError` naming ``scipy.special.<f>`` when a traced value is
+    used concretely inside one of the non-ufunc scipy.special functions above, else None."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        code = frame.f_code
+        if "scipy" in code.co_filename and code.co_name in _SCIPY_PYTHON_FUNCTIONS:
+            caller = frame.f_back
+            while caller is not None and "scipy" in caller.f_code.co_filename:
+                caller = caller.f_back
+            loc = None
+            if caller is not None:
+                c = caller.f_code
+                loc = SourceLoc(c.co_qualname, c.co_filename, caller.f_lineno,
+                                linecache.getline(c.co_filename, caller.f_lineno).strip())
+            return UnsupportedOperationError(format_error(
+                f"scipy.special.{code.co_name} cannot be traced",
+                "it is not a ufunc and branches on the values of its argument internally",
+                f"write {_SCIPY_PYTHON_FUNCTIONS[code.co_name]}", loc))
+        frame = frame.f_back
+    return None
 
 
 def _unsupported(kind: str, name: str, where: str = "numpy."):
@@ -72,17 +131,51 @@ def apply_ufunc(ctx: TraceContext, ufunc, method: str, inputs, kwargs):
         ctx.whole_array(f"numpy.{ufunc.__name__}.{method}")
     if method == "reduce" and ufunc is np.add:
         return apply_function(ctx, np.sum, inputs, {k: v for k, v in kwargs.items() if k != "out"})
+    if method == "reduce" and ufunc is np.logaddexp:
+        return logaddexp_reduce(ctx, *inputs, **{k: v for k, v in kwargs.items() if k != "out"})
     if method != "__call__":
         raise _unsupported("ufunc method", f"{ufunc.__name__}.{method}")
     if ufunc is np.matmul:
         return matmul(ctx, *inputs)
-    if ufunc in _DIRECT:
-        return ctx.apply(_DIRECT[ufunc], *inputs)
+    name = _direct(ufunc)
+    if name is not None:
+        return ctx.apply(name, *inputs)
     if ufunc in _COMPOSITE:
         return _COMPOSITE[ufunc](ctx, *inputs)
+    scipy_name = _scipy_special_name(ufunc)
+    if scipy_name in _SCIPY_COMPOSITE:
+        return _SCIPY_COMPOSITE[scipy_name](ctx, *inputs)
     if getattr(np, ufunc.__name__, None) is ufunc:
         raise _unsupported("ufunc", ufunc.__name__)
+    if scipy_name is not None:
+        raise _unsupported("ufunc", scipy_name, where="scipy.special.")
     raise _unsupported("ufunc", f"{ufunc.__name__} (from outside numpy, e.g. scipy.special)", where="")
+
+
+def logaddexp_reduce(ctx, x, axis=0, keepdims=False, **kw):
+    """``np.logaddexp.reduce(x, axis)``: log(sum(exp(x))) along ``axis`` as a fold of the stable
+    ``logaddexp`` primitive (each step max(a, b) + log1p(exp(-|a - b|))), the supported spelling
+    of ``scipy.special.logsumexp`` (which branches on values internally and cannot be traced).
+
+    Reference: Blanchard, Higham & Higham (2021), "Accurately computing the log-sum-exp and
+    softmax functions", IMA J. Numer. Anal. 41(4) (the fold's error bound is theirs).
+    """
+    x = _as_tracer(ctx, x)
+    if x.ndim == 0:
+        raise ValueError("np.logaddexp.reduce needs an array (a traced scalar has core shape ())")
+    axes = _axes(axis, x.ndim)
+    if len(axes) != 1:
+        raise _unsupported("function", "logaddexp.reduce over several axes (reduce one axis at a time)")
+    ax = axes[0]
+    pick = [slice(None)] * x.ndim
+    out = None
+    for i in range(x.shape[ax]):
+        pick[ax] = i
+        xi = x[tuple(pick)]
+        out = xi if out is None else ctx.apply("logaddexp", out, xi)
+    if keepdims:
+        out = reshape(ctx, out, tuple(1 if i == ax else d for i, d in enumerate(x.shape)))
+    return out
 
 
 # -- indexing ------------------------------------------------------------------------

@@ -203,6 +203,10 @@ def _stack_objects(ctx: TraceContext, arr: np.ndarray) -> int:
 
 def _no_concrete(what: str, do_instead: str):
     def method(self, *args, **kwargs):
+        from .numpy_api import untraceable_library_call
+        err = untraceable_library_call()
+        if err is not None:
+            raise err
         raise TraceError(format_error(
             what, "symgrad derives one formula for all inputs, so a concrete "
             "number does not exist while tracing", do_instead, user_location(2)))

@@ -1,4 +1,4 @@
 """Importing this package registers every primitive in :data:`symgrad.ir.ops.REGISTRY`."""
-from . import elementwise, shift, structural  # noqa: F401
+from . import elementwise, shift, special, structural  # noqa: F401
 from . import gather, reductions  # noqa: F401  (NumPy vocabulary primitives)
 from . import linalg, norms  # noqa: F401

@@ -18,17 +18,23 @@ differentiable), chosen once and tested:
 * ``where(c, a, b)``: derivative of the taken branch only; the untaken
   branch contributes an exact zero, never ``0 * nan``.
 * ``sign`` and comparisons: zero derivative / not differentiable.
+* ``hypot(a, b)`` at ``a = b = 0``: derivative (0, 0), so ``hypot(x, 0)`` has ``abs``'s
+  derivative at 0 (JAX x64 gives 0.5, from its max/min tie split).
+* ``sqrt(x*x)`` and ``sqrt(x**2)`` are ``abs(x)`` (derivative 0 at 0 instead of 0/0 = NaN;
+  JAX gives NaN).
 """
 from __future__ import annotations
 
 import math
 
+import mpmath
 import numpy as np
 import sympy as sp
 
 from ..graph import Graph
 from ..ops import E, OpDef, broadcast_shapes, register
-from ..sympy_funcs import erf_np, expm1, hypot, log1p, logaddexp, sigmoid, softplus
+from .. import numpy_funcs as npf
+from ..sympy_funcs import expm1, hypot, log1p, logaddexp, sigmoid, softplus
 
 _REAL, _POS, _UNIT, _ANY_NONZERO = "real", "positive", "unit", "nonzero"
 
@@ -48,28 +54,36 @@ def _call(fn):
     return lambda ctx, node, a: f"{fn}({', '.join(a)})"
 
 
-def _ew(name, nargs, np_fn, sp_fn, partials=None, *, emit=None, infix=None, domain=None,
-        ref="", kink="", simplify=None, commutative=False, nondiff=False, infer=_infer_float):
+def _infix_emit(nargs, symbol):
+    if nargs == 1:
+        return lambda ctx, node, a: f"{symbol}{a[0]}"
+    return lambda ctx, node, a: f"{a[0]} {symbol} {a[1]}"
+
+
+def _numpy_ufunc_names(np_fn) -> tuple:
+    """``("numpy.exp",)`` when ``np_fn`` is NumPy's ufunc of that name, else ``()``."""
+    name = getattr(np_fn, "__name__", "")
+    return (f"numpy.{name}",) if isinstance(np_fn, np.ufunc) and getattr(np, name, None) is np_fn else ()
+
+
+def _ew(name, nargs, np_fn, sp_fn, partials=None, *, mpmath, numeric=None, ufuncs=None, emit=None,
+        infix=None, helpers=(), domain=None, ref="", kink="", simplify=None, commutative=False,
+        nondiff=False, infer=_infer_float):
+    """Register one elementwise op; every facet of it is given here (see :class:`OpDef`).
+
+    Defaults: ``numeric`` is ``np_fn`` (a ufunc keeps the dtype), ``ufuncs`` is NumPy's ufunc
+    ``np_fn`` when it is one, ``emit`` calls ``np.<name>`` (or prints ``infix``).
+    """
+    if emit is None:
+        emit = _infix_emit(nargs, infix[0]) if infix else _call(f"np.{name}")
     return register(OpDef(
-        name=name, infer=infer, numpy=np_fn, sympy=sp_fn, partials=partials,
-        emit=emit or _call(f"np.{name}"), elementwise=True, commutative=commutative,
-        nondiff=nondiff, domain=domain or (_REAL,) * nargs, ref=ref, kink=kink, simplify=simplify,
-    )) if infix is None else _register_infix(name, nargs, np_fn, sp_fn, partials, infix, domain,
-                                             ref, simplify, commutative, nondiff, infer)
+        name=name, infer=infer, numpy=np_fn, sympy=sp_fn, partials=partials, emit=emit,
+        elementwise=True, commutative=commutative, nondiff=nondiff, domain=domain or (_REAL,) * nargs,
+        ref=ref, kink=kink, simplify=simplify, mpmath=mpmath, numeric=numeric or np_fn,
+        ufuncs=_numpy_ufunc_names(np_fn) if ufuncs is None else tuple(ufuncs), infix=infix,
+        helpers=tuple(helpers),
+    ))
 
-
-def _register_infix(name, nargs, np_fn, sp_fn, partials, infix, domain, ref, simplify, commutative,
-                    nondiff, infer):
-    symbol, _prec = infix
-    emit = (lambda ctx, node, a: f"-{a[0]}") if nargs == 1 else (lambda ctx, node, a: f"{a[0]} {symbol} {a[1]}")
-    op = OpDef(name=name, infer=infer, numpy=np_fn, sympy=sp_fn, partials=partials, emit=emit,
-               elementwise=True, commutative=commutative, nondiff=nondiff,
-               domain=domain or (_REAL,) * nargs, ref=ref, simplify=simplify)
-    INFIX[name] = infix
-    return register(op)
-
-
-INFIX: dict[str, tuple[str, int]] = {}
 
 # -- simplifications shared by the arithmetic ops ----------------------------
 
@@ -184,47 +198,67 @@ def _sp_pow(a, b):
 
 # -- arithmetic ---------------------------------------------------------------
 _ew("add", 2, np.add, lambda a, b: a + b, lambda out, a, b: (E(out.g, out.g.const(1.0)),) * 2,
-    infix=("+", 10), commutative=True, simplify=_simp_add, ref="linearity")
+    mpmath=lambda a, b: a + b, infix=("+", 10), commutative=True, simplify=_simp_add, ref="linearity")
 _ew("sub", 2, np.subtract, lambda a, b: a - b,
     lambda out, a, b: (E(out.g, out.g.const(1.0)), E(out.g, out.g.const(-1.0))),
-    infix=("-", 10), simplify=_simp_sub, ref="linearity")
+    mpmath=lambda a, b: a - b, infix=("-", 10), simplify=_simp_sub, ref="linearity")
 _ew("mul", 2, np.multiply, lambda a, b: a * b, lambda out, a, b: (b, a),
-    infix=("*", 20), commutative=True, simplify=_simp_mul, ref="product rule")
+    mpmath=lambda a, b: a * b, infix=("*", 20), commutative=True, simplify=_simp_mul, ref="product rule")
 _ew("div", 2, np.divide, lambda a, b: a / b, lambda out, a, b: (1.0 / b, -out / b),
-    infix=("/", 20), simplify=_simp_div, domain=(_REAL, _ANY_NONZERO), ref="quotient rule")
+    mpmath=lambda a, b: a / b, infix=("/", 20), simplify=_simp_div, domain=(_REAL, _ANY_NONZERO),
+    ref="quotient rule")
 _ew("neg", 1, np.negative, lambda a: -a, lambda out, a: (E(out.g, out.g.const(-1.0)),),
-    infix=("-", 25), simplify=_simp_neg, ref="linearity")
-_ew("pow", 2, np.power, _sp_pow, _pow_partials, infix=("**", 30), simplify=_simp_pow,
-    domain=(_POS, _REAL), ref="d/dx x^p = p x^(p-1); d/dp x^p = log(x) x^p")
+    mpmath=lambda a: -a, infix=("-", 25), simplify=_simp_neg, ref="linearity")
+_ew("pow", 2, np.power, _sp_pow, _pow_partials, mpmath=mpmath.power, ufuncs=("numpy.power", "numpy.float_power"),
+    infix=("**", 30), simplify=_simp_pow, domain=(_POS, _REAL),
+    ref="d/dx x^p = p x^(p-1); d/dp x^p = log(x) x^p")
 
 # -- elementary functions (DLMF ch. 4) ----------------------------------------
-_ew("exp", 1, np.exp, sp.exp, lambda out, x: (out,), ref="DLMF 4.5.1")
-_ew("log", 1, np.log, sp.log, lambda out, x: (1.0 / x,), domain=(_POS,), ref="DLMF 4.5.2")
-_ew("log1p", 1, np.log1p, log1p, lambda out, x: (1.0 / (1.0 + x),), domain=(_POS,), ref="DLMF 4.5.2")
-_ew("expm1", 1, np.expm1, expm1, lambda out, x: (out + 1.0,), ref="DLMF 4.5.1")
-_ew("sqrt", 1, np.sqrt, sp.sqrt, lambda out, x: (0.5 / out,), domain=(_POS,), ref="power rule")
-_ew("sin", 1, np.sin, sp.sin, lambda out, x: (x.cos(),), ref="DLMF 4.20.1")
-_ew("cos", 1, np.cos, sp.cos, lambda out, x: (-x.sin(),), ref="DLMF 4.20.2")
-_ew("tan", 1, np.tan, sp.tan, lambda out, x: (1.0 + out * out,), domain=(_UNIT,), ref="DLMF 4.20.3")
-_ew("arcsin", 1, np.arcsin, sp.asin, lambda out, x: (1.0 / (1.0 - x * x).sqrt(),), domain=(_UNIT,),
-    ref="DLMF 4.24.1")
-_ew("arccos", 1, np.arccos, sp.acos, lambda out, x: (-1.0 / (1.0 - x * x).sqrt(),), domain=(_UNIT,),
-    ref="DLMF 4.24.2")
-_ew("arctan", 1, np.arctan, sp.atan, lambda out, x: (1.0 / (1.0 + x * x),), ref="DLMF 4.24.3")
-_ew("sinh", 1, np.sinh, sp.sinh, lambda out, x: (x.cosh(),), ref="DLMF 4.34.1")
-_ew("cosh", 1, np.cosh, sp.cosh, lambda out, x: (x.sinh(),), ref="DLMF 4.34.2")
-_ew("tanh", 1, np.tanh, sp.tanh, lambda out, x: (1.0 - out * out,), ref="DLMF 4.34.3: tanh' = 1 - tanh^2")
-_ew("arcsinh", 1, np.arcsinh, sp.asinh, lambda out, x: (1.0 / (x * x + 1.0).sqrt(),), ref="DLMF 4.38.1")
-_ew("erf", 1, erf_np, sp.erf, lambda out, x: ((2.0 / math.sqrt(math.pi)) * (-(x * x)).exp(),),
-    emit=_call("_erf"), ref="DLMF 7.10.1")
-_ew("abs", 1, np.abs, sp.Abs, lambda out, x: (x.sign(),), kink="derivative 0 at x = 0",
-    ref="d|x|/dx = sign(x)")
-_ew("sign", 1, np.sign, sp.sign, lambda out, x: (None,), kink="derivative 0 everywhere (0 at the jump)",
-    ref="piecewise constant")
-_ew("sigmoid", 1, lambda x: 0.5 * (1.0 + np.tanh(0.5 * x)), sigmoid,
-    lambda out, x: (out * (1.0 - out),), emit=_call("_sigmoid"), ref="sigma' = sigma (1 - sigma)")
-_ew("softplus", 1, lambda x: np.logaddexp(0.0, x), softplus, lambda out, x: (x.sigmoid(),),
-    emit=_call("_softplus"), ref="Maechler (2012): log1pexp")
+_ew("exp", 1, np.exp, sp.exp, lambda out, x: (out,), mpmath=mpmath.exp, ref="DLMF 4.5.1")
+_ew("log", 1, np.log, sp.log, lambda out, x: (1.0 / x,), mpmath=mpmath.log, domain=(_POS,), ref="DLMF 4.5.2")
+_ew("log1p", 1, np.log1p, log1p, lambda out, x: (1.0 / (1.0 + x),), mpmath=mpmath.log1p, domain=(_POS,),
+    ref="DLMF 4.5.2")
+_ew("expm1", 1, np.expm1, expm1, lambda out, x: (out + 1.0,), mpmath=mpmath.expm1, ref="DLMF 4.5.1")
+def _simp_sqrt(g, args, params, shape):
+    """sqrt(a*a) -> |a| (and sqrt(a**2)): equal wherever a*a does not overflow or underflow,
+    exact where it does, and differentiable at 0 with abs's convention (0 instead of 0/0)."""
+    (a,) = args
+    n = g[a]
+    if n.op == "mul" and n.args[0] == n.args[1] or n.op == "pow" and g.is_const(n.args[1], 2.0):
+        if _same_shape(g, n.args[0], shape):
+            return g.apply("abs", n.args[0])
+    return None
+
+
+_ew("sqrt", 1, np.sqrt, sp.sqrt, lambda out, x: (0.5 / out,), mpmath=mpmath.sqrt, domain=(_POS,),
+    simplify=_simp_sqrt, kink="sqrt(x*x) is |x| (derivative 0 at 0, as abs)", ref="power rule")
+_ew("sin", 1, np.sin, sp.sin, lambda out, x: (x.cos(),), mpmath=mpmath.sin, ref="DLMF 4.20.1")
+_ew("cos", 1, np.cos, sp.cos, lambda out, x: (-x.sin(),), mpmath=mpmath.cos, ref="DLMF 4.20.2")
+_ew("tan", 1, np.tan, sp.tan, lambda out, x: (1.0 + out * out,), mpmath=mpmath.tan, domain=(_UNIT,),
+    ref="DLMF 4.20.3")
+_ew("arcsin", 1, np.arcsin, sp.asin, lambda out, x: (1.0 / (1.0 - x * x).sqrt(),), mpmath=mpmath.asin,
+    domain=(_UNIT,), ref="DLMF 4.24.1")
+_ew("arccos", 1, np.arccos, sp.acos, lambda out, x: (-1.0 / (1.0 - x * x).sqrt(),), mpmath=mpmath.acos,
+    domain=(_UNIT,), ref="DLMF 4.24.2")
+_ew("arctan", 1, np.arctan, sp.atan, lambda out, x: (1.0 / (1.0 + x * x),), mpmath=mpmath.atan,
+    ref="DLMF 4.24.3")
+_ew("sinh", 1, np.sinh, sp.sinh, lambda out, x: (x.cosh(),), mpmath=mpmath.sinh, ref="DLMF 4.34.1")
+_ew("cosh", 1, np.cosh, sp.cosh, lambda out, x: (x.sinh(),), mpmath=mpmath.cosh, ref="DLMF 4.34.2")
+_ew("tanh", 1, np.tanh, sp.tanh, lambda out, x: (1.0 - out * out,), mpmath=mpmath.tanh,
+    ref="DLMF 4.34.3: tanh' = 1 - tanh^2")
+_ew("arcsinh", 1, np.arcsinh, sp.asinh, lambda out, x: (1.0 / (x * x + 1.0).sqrt(),), mpmath=mpmath.asinh,
+    ref="DLMF 4.38.1")
+_ew("erf", 1, npf.erf, sp.erf, lambda out, x: ((2.0 / math.sqrt(math.pi)) * (-(x * x)).exp(),),
+    mpmath=mpmath.erf, ufuncs=("scipy.special.erf",), emit=_call("_erf"), helpers=("_erf",), ref="DLMF 7.10.1")
+_ew("abs", 1, np.abs, sp.Abs, lambda out, x: (x.sign(),), mpmath=abs, ufuncs=("numpy.absolute", "numpy.fabs"),
+    kink="derivative 0 at x = 0", ref="d|x|/dx = sign(x)")
+_ew("sign", 1, np.sign, sp.sign, lambda out, x: (None,), mpmath=mpmath.sign,
+    kink="derivative 0 everywhere (0 at the jump)", ref="piecewise constant")
+_ew("sigmoid", 1, npf.sigmoid, sigmoid, lambda out, x: (out * (-x).sigmoid(),),
+    mpmath=lambda x: 1 / (1 + mpmath.exp(-x)), ufuncs=("scipy.special.expit",), emit=_call("_sigmoid"),
+    helpers=("_sigmoid",), ref="sigma' = sigma (1 - sigma) = sigma(x) sigma(-x) (no cancellation for x >> 1)")
+_ew("softplus", 1, npf.softplus, softplus, lambda out, x: (x.sigmoid(),), mpmath=lambda x: mpmath.log1p(mpmath.exp(x)),
+    emit=_call("_softplus"), helpers=("_softplus",), ref="Maechler (2012): log1pexp")
 
 # -- binary functions -------------------------------------------------------------
 def _tie_split(wins, ties):
@@ -234,32 +268,36 @@ def _tie_split(wins, ties):
 
 
 _ew("maximum", 2, np.maximum, sp.Max,
-    lambda out, a, b: _tie_split(a.gt(b), a.eq(b)),
+    lambda out, a, b: _tie_split(a.gt(b), a.eq(b)), mpmath=max,
     kink="at a == b the derivative is split, 1/2 to each argument (as JAX)", ref="piecewise")
 _ew("minimum", 2, np.minimum, sp.Min,
-    lambda out, a, b: _tie_split(a.lt(b), a.eq(b)),
+    lambda out, a, b: _tie_split(a.lt(b), a.eq(b)), mpmath=min,
     kink="at a == b the derivative is split, 1/2 to each argument (as JAX)", ref="piecewise")
 _ew("logaddexp", 2, np.logaddexp, logaddexp,
-    lambda out, a, b: ((a - b).sigmoid(), (b - a).sigmoid()),
+    lambda out, a, b: ((a - b).sigmoid(), (b - a).sigmoid()), mpmath=logaddexp._mp,
     ref="Blanchard, Higham & Higham (2021): d/da log(e^a + e^b) = sigmoid(a - b)")
-_ew("hypot", 2, np.hypot, hypot, lambda out, a, b: (a / out, b / out), ref="d/da sqrt(a^2+b^2) = a / hypot")
+_ew("hypot", 2, np.hypot, hypot,
+    lambda out, a, b: (out.eq(0.0).where(0.0, a / out), out.eq(0.0).where(0.0, b / out)), mpmath=mpmath.hypot,
+    kink="derivative (0, 0) at a = b = 0, consistent with abs'(0) = 0 (hypot(x, 0) = |x|); "
+         "JAX gives (0.5, 0.5) there", ref="d/da sqrt(a^2+b^2) = a / hypot")
 _ew("arctan2", 2, np.arctan2, sp.atan2,
-    lambda out, y, x: (x / (x * x + y * y), -y / (x * x + y * y)), ref="DLMF 4.24 (atan2)")
+    lambda out, y, x: (x / (x * x + y * y), -y / (x * x + y * y)), mpmath=mpmath.atan2, ref="DLMF 4.24 (atan2)")
 
 # -- comparisons and logic (not differentiable) ------------------------------------
-for _name, _np_fn, _sp_fn, _sym in (
-    ("gt", np.greater, sp.StrictGreaterThan, ">"), ("ge", np.greater_equal, sp.GreaterThan, ">="),
-    ("lt", np.less, sp.StrictLessThan, "<"), ("le", np.less_equal, sp.LessThan, "<="),
-    ("eq", np.equal, sp.Eq, "=="), ("ne", np.not_equal, sp.Ne, "!="),
+for _name, _np_fn, _sp_fn, _sym, _mp_fn in (
+    ("gt", np.greater, sp.StrictGreaterThan, ">", lambda a, b: a > b),
+    ("ge", np.greater_equal, sp.GreaterThan, ">=", lambda a, b: a >= b),
+    ("lt", np.less, sp.StrictLessThan, "<", lambda a, b: a < b),
+    ("le", np.less_equal, sp.LessThan, "<=", lambda a, b: a <= b),
+    ("eq", np.equal, sp.Eq, "==", lambda a, b: a == b),
+    ("ne", np.not_equal, sp.Ne, "!=", lambda a, b: a != b),
 ):
-    register(OpDef(name=_name, infer=_infer_bool, numpy=_np_fn, sympy=_sp_fn, nondiff=True,
-                   elementwise=True, emit=(lambda s: lambda ctx, node, a: f"{a[0]} {s} {a[1]}")(_sym)))
-    INFIX[_name] = (_sym, 5)
+    _ew(_name, 2, _np_fn, _sp_fn, mpmath=_mp_fn, infix=(_sym, 5), nondiff=True, infer=_infer_bool)
 
-for _name, _np_fn, _sp_fn in (("logical_and", np.logical_and, sp.And), ("logical_or", np.logical_or, sp.Or),
-                              ("logical_not", np.logical_not, sp.Not)):
-    register(OpDef(name=_name, infer=_infer_bool, numpy=_np_fn, sympy=_sp_fn, nondiff=True,
-                   elementwise=True, emit=_call(f"np.{_name}")))
+for _name, _np_fn, _sp_fn, _mp_fn in (("logical_and", np.logical_and, sp.And, lambda a, b: a and b),
+                                      ("logical_or", np.logical_or, sp.Or, lambda a, b: a or b),
+                                      ("logical_not", np.logical_not, sp.Not, lambda a: not a)):
+    _ew(_name, 2 if _name != "logical_not" else 1, _np_fn, _sp_fn, mpmath=_mp_fn, nondiff=True, infer=_infer_bool)
 
 
 def _infer_where(nodes, params):
@@ -288,7 +326,8 @@ def _simp_where(g, args, params, shape):
 
 
 register(OpDef(
-    name="where", infer=_infer_where, numpy=np.where, elementwise=True,
+    name="where", infer=_infer_where, numpy=np.where, elementwise=True, numeric=np.where,
+    mpmath=lambda c, a, b: a if c else b,
     sympy=lambda c, a, b: sp.Piecewise((a, c), (b, True)),
     partials=lambda out, c, a, b: (None, c.where(1.0, 0.0), c.where(0.0, 1.0)),
     emit=_emit_where, simplify=_simp_where, domain=("bool", _REAL, _REAL),
@@ -296,5 +335,5 @@ register(OpDef(
 ))
 
 # -- stop_gradient: identity forward, zero derivative in every mode and order ------------
-_ew("stop_gradient", 1, lambda x: x, lambda x: x, lambda out, x: (None,),
+_ew("stop_gradient", 1, lambda x: x, lambda x: x, lambda out, x: (None,), mpmath=lambda x: x,
     emit=lambda ctx, node, a: a[0], ref="definition (TensorFlow tf.stop_gradient, JAX lax.stop_gradient)")

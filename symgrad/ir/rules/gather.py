@@ -91,6 +91,7 @@ def _emit_take_add(ctx, node, a):
 
 
 register(OpDef(
+    statement=True,
     name="take", infer=_infer_take, numpy=lambda x, idx, axis: np.take(x, _int_index(idx), axis=axis),
     emit=_emit_take,
     jvp=lambda g, node, t, nb: g.apply("take", t[0], node.args[1], params=(node.params[0] + nb,)),
@@ -100,6 +101,7 @@ register(OpDef(
 ))
 
 register(OpDef(
+    statement=True,
     name="take_add", infer=_infer_take_add, numpy=_numpy_take_add, emit=_emit_take_add,
     jvp=lambda g, node, t, nb: g.apply("take_add", t[0], node.args[1], params=(
         node.params[0] + nb, node.params[1])),

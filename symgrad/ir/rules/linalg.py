@@ -235,6 +235,7 @@ def _vjp_inv(g, node, ct, nb):
 
 
 register(OpDef(
+    statement=True,
     name="inv", infer=_infer_square_same("inv"), numpy=_np_inv, emit=_emit_call("inv"),
     jvp=_jvp_inv, vjp=_vjp_inv, ref="Giles (2008) sec. 2.2: dC = -C dA C, A_bar = -C^T C_bar C^T",
 ))
@@ -263,6 +264,7 @@ def _vjp_solve(g, node, ct, nb):
 
 
 register(OpDef(
+    statement=True,
     name="solve", infer=_infer_rhs("solve", _rows_square), numpy=_np_solve, emit=_emit_call("solve"),
     jvp=_jvp_solve, vjp=_vjp_solve,
     ref="Giles (2008) sec. 2.3: dX = A^-1 (dB - dA X); B_bar = A^-T X_bar, A_bar = -B_bar X^T",
@@ -282,6 +284,7 @@ def _logdet_bar(g, node, ct, nb):
 
 
 register(OpDef(
+    statement=True,
     name="det", infer=_infer_square_scalar("det"), numpy=_np_det, emit=_emit_call("det", scalar=True),
     jvp=lambda g, node, t, nb: g.apply("mul", node.id, _dlogdet(g, node, t, nb)),
     vjp=lambda g, node, ct, nb: (_logdet_bar(g, node, g.apply("mul", ct, node.id), nb),),
@@ -289,12 +292,14 @@ register(OpDef(
 ))
 
 register(OpDef(
+    statement=True,
     name="slogdet_sign", infer=_infer_square_scalar("slogdet"), numpy=_np_sign,
     emit=_emit_call("slogdet", "[0]", scalar=True), nondiff=True,
     kink="the sign of det A is piecewise constant: derivative 0 (its jump where det A = 0 is not differentiated)",
 ))
 
 register(OpDef(
+    statement=True,
     name="slogdet_logabs", infer=_infer_square_scalar("slogdet"), numpy=_np_logabs,
     emit=_emit_call("slogdet", "[1]", scalar=True),
     jvp=_dlogdet, vjp=lambda g, node, ct, nb: (_logdet_bar(g, node, ct, nb),),
@@ -326,6 +331,7 @@ def _vjp_cholesky(g, node, ct, nb):
 
 
 register(OpDef(
+    statement=True,
     name="cholesky", infer=_infer_square_same("cholesky"), numpy=_np_cholesky, emit=_emit_call("cholesky"),
     jvp=_jvp_cholesky, vjp=_vjp_cholesky,
     ref="Murray (2016), Differentiation of the Cholesky decomposition, eq. 8-10",
@@ -377,12 +383,14 @@ def _infer_eigh_w(nodes, params):
 
 
 register(OpDef(
+    statement=True,
     name="eigh_w", infer=_infer_eigh_w, numpy=_np_eigh(0), emit=_emit_call("eigh", "[0]"),
     jvp=_jvp_eigh_w, vjp=_vjp_eigh_w,
     ref="Giles (2008) sec. 3.1 (Magnus 1985): dw = diag(V^T dA V), A_bar = V diag(w_bar) V^T",
 ))
 
 register(OpDef(
+    statement=True,
     name="eigh_v", infer=_infer_square_same("eigh"), numpy=_np_eigh(1), emit=_emit_call("eigh", "[1]"),
     jvp=_jvp_eigh_v, vjp=_vjp_eigh_v,
     ref="Giles (2008) sec. 3.1 (Magnus 1985): dV = V (F o V^T dA V), F_ij = 1/(w_j - w_i), distinct w",
@@ -425,6 +433,7 @@ def _vjp_lstsq(g, node, ct, nb):
 
 
 register(OpDef(
+    statement=True,
     name="lstsq", infer=_infer_rhs("lstsq", _rows_tall), numpy=_np_lstsq, emit=_emit_lstsq,
     jvp=_jvp_lstsq, vjp=_vjp_lstsq,
     ref="normal equations A^T A x = A^T b differentiated (Giles 2008 sec. 2.3 rules for the solve); "

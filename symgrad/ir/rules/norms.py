@@ -84,6 +84,7 @@ def _emit(ctx, node, a):
 
 
 register(OpDef(
+    statement=True,
     name="norm_inf", infer=_infer, numpy=_numpy, emit=_emit, jvp=_jvp, vjp=_vjp,
     kink="ties split equally; d|x|/dx = +1 at 0; norm(x, inf) at x = 0 has gradient 1/(2n) (JAX's values)",
     ref="JAX reduce_max/reduce_min JVP (ties averaged) composed with abs",

@@ -95,6 +95,7 @@ def _reference(np_fn, sp_fn):
 
 def _reduction(name: str, np_fn, sp_fn, keeps: str, which: str):
     return OpDef(
+        statement=True,
         name=name, infer=_infer_reduce, numpy=_reference(np_fn, sp_fn), emit=_emit_reduce(keeps),
         jvp=_jvp_reduce, vjp=_vjp_reduce,
         simplify=lambda g, args, p, shape: args[0] if not p[0] else None,
@@ -139,6 +140,7 @@ def _emit_cumsum(ctx, node, a):
 
 
 register(OpDef(
+    statement=True,
     name="cumsum", infer=lambda nodes, p: (nodes[0].shape, "f"), numpy=_numpy_cumsum, emit=_emit_cumsum,
     jvp=lambda g, node, t, nb: g.apply("cumsum", t[0], params=(node.params[0] + nb, node.params[1])),
     vjp=lambda g, node, ct, nb: (g.apply("cumsum", ct, params=(node.params[0] + nb, not node.params[1])),),

@@ -113,7 +113,7 @@ def _emit_sum(ctx, node, a):
 
 
 register(OpDef(
-    name="sum", infer=_infer_sum, numpy=lambda x, axes: np.sum(x, axis=axes), emit=_emit_sum,
+    name="sum", statement=True, infer=_infer_sum, numpy=lambda x, axes: np.sum(x, axis=axes), emit=_emit_sum,
     jvp=lambda g, node, t, nb: g.apply("sum", t[0], params=(tuple(a + nb for a in node.params[0]),)),
     vjp=_vjp_sum, ref="linearity: the VJP of a sum broadcasts the cotangent",
 ))
@@ -161,7 +161,7 @@ def _emit_transpose(ctx, node, a):
 
 
 register(OpDef(
-    name="transpose", infer=lambda nodes, p: (tuple(nodes[0].shape[i] for i in p[0]), "f"),
+    name="transpose", statement=True, infer=lambda nodes, p: (tuple(nodes[0].shape[i] for i in p[0]), "f"),
     numpy=lambda x, perm: np.transpose(x, perm),
     emit=_emit_transpose,
     jvp=lambda g, node, t, nb: g.apply("transpose", t[0], params=(_batch_perm(node.params[0], nb),)),
@@ -252,7 +252,7 @@ def _emit_scatter(ctx, node, a):
 
 
 register(OpDef(
-    name="scatter", infer=lambda nodes, p: (tuple(p[1]), "f"), numpy=_numpy_scatter, emit=_emit_scatter,
+    name="scatter", statement=True, infer=lambda nodes, p: (tuple(p[1]), "f"), numpy=_numpy_scatter, emit=_emit_scatter,
     jvp=lambda g, node, t, nb: g.apply("scatter", t[0], params=(
         _batch_index(node.params[0], nb), g.shape(t[0])[:nb] + node.params[1])),
     vjp=lambda g, node, ct, nb: (g.apply("getitem", ct, params=(_batch_index(node.params[0], nb),)),),
@@ -385,7 +385,7 @@ def _simp_contract(g, args, params, shape):
 
 
 register(OpDef(
-    name="contract", infer=_infer_contract, simplify=_simp_contract, numpy=lambda x, y, spec: np.einsum(spec, x, y),
+    name="contract", statement=True, infer=_infer_contract, simplify=_simp_contract, numpy=lambda x, y, spec: np.einsum(spec, x, y),
     emit=_emit_contract, jvp=_jvp_contract, vjp=_vjp_contract,
     ref="bilinear: dL/dA = G B^T, dL/dB = A^T G (Giles 2008)",
 ))
@@ -437,7 +437,7 @@ def _emit_eye(ctx, node, a):
 
 
 register(OpDef(
-    name="eye", infer=lambda nodes, p: (tuple(p[0]), "f"), nondiff=True, emit=_emit_eye,
+    name="eye", statement=True, infer=lambda nodes, p: (tuple(p[0]), "f"), nondiff=True, emit=_emit_eye,
     numpy=lambda shape: np.eye(shape[0]).reshape(shape), ref="constant seed of a Jacobian pass",
 ))
 

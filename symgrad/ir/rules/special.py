@@ -1,0 +1,355 @@
+"""Special and piecewise elementwise primitives: scipy.special and the rest of NumPy's ufuncs.
+
+One block per op, as in :mod:`.elementwise`: NumPy/SciPy reference, SymPy class,
+mpmath evaluation, scalar partials with their source, kink convention, and how
+kernels compute it.  Kernels call, in this order of preference:
+
+* Numba's own ``math``/``np`` functions (``math.erfc``, ``math.lgamma``, ``np.cbrt``);
+* SciPy's compiled implementation through ``scipy.special.cython_special``
+  (helpers named ``_sc_<scipy name>``, see :mod:`symgrad.emit.prelude`), computed in
+  float64; a float32 kernel rounds the result once (``np.float32(_sc_ndtr(x))``).
+  Such kernels need SciPy at run time;
+* ``_polygamma`` (cython_special has no Hurwitz zeta): recurrence and the asymptotic
+  series, DLMF 5.15.5 and 5.15.8, tested against SciPy and mpmath.
+
+The NumPy reference and the stabiliser's float evaluator are the SciPy ufuncs,
+imported on first use, so symgrad itself does not import SciPy.
+
+Kink conventions (JAX x64's ``jax.grad`` values, checked in tests/test_special.py, unless noted):
+
+* ``floor``, ``ceil``, ``trunc``, ``rint``, ``heaviside``: derivative 0 everywhere, 0 at the jumps.
+* ``mod(a, b)``: (1, -floor(a / b)); ``fmod(a, b)``: (1, -trunc(a / b)); at the jumps the
+  derivative of the piece to the right.
+* ``cbrt`` at 0: +inf (the one-sided limit; JAX gives inf too).
+* ``i1``, ``i1e`` at 0: 1/2 (the limit; I1(x)/x -> 1/2).
+* ``xlogy(0, y)``, ``xlog1py(0, y)``: y-partial 0 (the function is 0 for every y there;
+  JAX gives NaN at y = 0); x-partial log(y), -inf at y = 0 as JAX.
+* ``rel_entr(0, y)``: partials (0, 0); ``kl_div(0, y)``: (-1, 1), as JAX.
+* ``entr`` at 0: +inf, as JAX.
+"""
+from __future__ import annotations
+
+import math
+
+import mpmath
+import numpy as np
+import sympy as sp
+
+from ..ops import E
+from ..sympy_special import special_function
+from .elementwise import _POS, _REAL, _UNIT, _call
+from .elementwise import _ew as _ew_base
+
+_PROB = "prob"      # (0, 1)
+_ABOVE1 = "above1"  # (1, inf)
+_ORDER = "order"    # a positive integer (polygamma's n)
+
+_SQRT_PI = math.sqrt(math.pi)
+_SQRT_2PI = math.sqrt(2.0 * math.pi)
+_SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
+_LN2, _LN10 = math.log(2.0), math.log(10.0)
+
+
+_MAX_MAG = 4096  # bits: arguments beyond 2**4096 are far outside every float format
+
+
+def _in_range(fn):
+    """The mpmath facet, NaN for an argument of magnitude above 2**4096 (an intermediate such as
+    exp(exp(x)) in the stabiliser's reference): mpmath's special functions can take minutes there,
+    or abort the process in GMP ("overflow in mpz type").  The sampler drops NaN points."""
+    def mp(*args):
+        for a in args:
+            if type(a) is mpmath.mpf and a._mpf_[1] and a._mpf_[2] + a._mpf_[3] > _MAX_MAG:
+                return mpmath.nan
+        return fn(*args)
+    return mp
+
+
+def _ew(*args, mpmath, **kwargs):
+    """:func:`.elementwise._ew` with the mpmath facet range-guarded (:func:`_in_range`)."""
+    return _ew_base(*args, mpmath=_in_range(mpmath), **kwargs)
+
+
+def _scipy(name: str):
+    """NumPy facet: the ``scipy.special`` ufunc ``name``, imported on first call."""
+    def fn(*args):
+        import scipy.special
+
+        return getattr(scipy.special, name)(*args)
+    fn.__name__ = name
+    return fn
+
+
+def _cython(name: str, helper: str | None = None):
+    """Emit facet: call the ``_sc_<name>`` helper (SciPy's compiled code, float64), rounded
+    once to a float32 kernel's dtype."""
+    helper = helper or f"_sc_{name}"
+
+    def emit(ctx, node, a):
+        call = f"{helper}({', '.join(a)})"
+        return call if ctx.dtype == "float64" else f"np.{ctx.dtype}({call})"
+    return emit
+
+
+def _special(name, nargs, np_fn, sp_cls, partials, *, mpmath, ufuncs=None, cython=None, emit=None,
+             helpers=(), domain=None, ref="", kink=""):
+    """Register an op whose kernel calls ``cython`` from cython_special (or ``emit``)."""
+    if cython:
+        emit, helpers = _cython(cython), (f"_sc_{cython}",)
+    return _ew(name, nargs, np_fn, sp_cls, partials, mpmath=mpmath, ufuncs=ufuncs, emit=emit,
+               helpers=helpers, domain=domain, ref=ref, kink=kink)
+
+
+def _const(g_of, v):
+    return E(g_of.g, g_of.g.const(v))
+
+
+# -- mpmath evaluations of functions mpmath lacks under SciPy's name ---------------------
+
+def _mp_ndtri(p):
+    if not 0 < p < 1:
+        return mpmath.nan if p < 0 or p > 1 else (-mpmath.inf if p == 0 else mpmath.inf)
+    with mpmath.extraprec(max(0, -int(mpmath.log(min(p, 1 - p), 2))) + 20):
+        return mpmath.sqrt(2) * mpmath.erfinv(2 * p - 1)
+
+
+def _mp_erfcinv(x):
+    with mpmath.extraprec(max(0, -int(mpmath.log(min(x, 2 - x), 2))) + 20 if 0 < x < 2 else 20):
+        return mpmath.erfinv(1 - x)
+
+
+def _gamma_family(fn):
+    """mpmath evaluation of a gamma-family function, NaN at the poles x = 0, -1, -2, ... and for
+    x < -1e6 (mpmath's reflection there takes minutes; the stabiliser drops such points).
+    Every float below -2**52 is a pole anyway."""
+    def mp(*args):
+        x = args[-1]
+        if x <= 0 and (x == mpmath.floor(x) or x < -1e6):
+            return mpmath.nan
+        return fn(*args)
+    return mp
+
+
+def _mp_gammaln(x):
+    return mpmath.loggamma(x) if x > 0 else mpmath.log(abs(mpmath.gamma(x)))
+
+
+def _mp_xlogy(x, y):
+    return mpmath.mpf(0) if x == 0 and not mpmath.isnan(y) else x * mpmath.log(y)
+
+
+def _mp_xlog1py(x, y):
+    return mpmath.mpf(0) if x == 0 and not mpmath.isnan(y) else x * mpmath.log1p(y)
+
+
+def _mp_entr(x):
+    return -x * mpmath.log(x) if x > 0 else (mpmath.mpf(0) if x == 0 else -mpmath.inf)
+
+
+def _mp_rel_entr(x, y):
+    if x > 0 and y > 0:
+        return x * mpmath.log(x / y)
+    return mpmath.mpf(0) if x == 0 and y >= 0 else mpmath.inf
+
+
+def _mp_kl_div(x, y):
+    if x > 0 and y > 0:
+        return x * mpmath.log(x / y) - x + y
+    return y if x == 0 and y >= 0 else mpmath.inf
+
+
+def _mp_huber(d, r):
+    if d < 0:
+        return mpmath.inf
+    return r * r / 2 if abs(r) <= d else d * (abs(r) - d / 2)
+
+
+def _mp_cbrt(x):
+    return mpmath.sign(x) * mpmath.cbrt(abs(x))
+
+
+def _mp_heaviside(x, h0):
+    return mpmath.mpf(0) if x < 0 else (h0 if x == 0 else mpmath.mpf(1))
+
+
+# -- error function family (DLMF ch. 7) ---------------------------------------------------
+_ew("erfc", 1, _scipy("erfc"), sp.erfc, lambda out, x: ((-2.0 / _SQRT_PI) * (-(x * x)).exp(),),
+    mpmath=mpmath.erfc, ufuncs=("scipy.special.erfc",), emit=_call("math.erfc"),
+    ref="DLMF 7.2.2 and 7.10.1: erfc' = -2/sqrt(pi) exp(-x^2)")
+
+erfcx = special_function("erfcx", 1, lambda x: mpmath.exp(x * x) * mpmath.erfc(x),
+                         lambda x: (2 * x * erfcx(x) - 2 / sp.sqrt(sp.pi),),
+                         "Scaled complementary error function exp(x**2) erfc(x) (DLMF 7.2.3).")
+_special("erfcx", 1, _scipy("erfcx"), erfcx, lambda out, x: (2.0 * x * out - 2.0 / _SQRT_PI,),
+         mpmath=erfcx._mp, ufuncs=("scipy.special.erfcx",), cython="erfcx",
+         kink="none; for x >> 1 the derivative's two terms cancel (relative error about 2 x^2 "
+              "times erfcx's: 1e-13 at x = 6, 1e-10 at x = 28)",
+         ref="DLMF 7.2.3 with 7.10.1: erfcx' = 2x erfcx(x) - 2/sqrt(pi)")
+
+ndtr = special_function("ndtr", 1, mpmath.ncdf, lambda x: (sp.exp(-x**2 / 2) / sp.sqrt(2 * sp.pi),),
+                        "Standard normal CDF (1 + erf(x/sqrt 2))/2 (DLMF 7.18.2 with 7.2.1).")
+_special("ndtr", 1, _scipy("ndtr"), ndtr, lambda out, x: ((-0.5 * (x * x)).exp() / _SQRT_2PI,),
+         mpmath=mpmath.ncdf, ufuncs=("scipy.special.ndtr",), cython="ndtr",
+         ref="ndtr' = exp(-x^2/2)/sqrt(2 pi) (DLMF 7.10.1, chain rule)")
+
+log_ndtr = special_function("log_ndtr", 1, lambda x: mpmath.log(mpmath.ncdf(x)),
+                            lambda x: (sp.sqrt(2 / sp.pi) / erfcx(-x / sp.sqrt(2)),),
+                            "log of the standard normal CDF, accurate for x << 0.")
+_special("log_ndtr", 1, _scipy("log_ndtr"), log_ndtr,
+         lambda out, x: (_SQRT_2_OVER_PI / (x * (-1.0 / math.sqrt(2.0))).erfcx(),),
+         mpmath=log_ndtr._mp, ufuncs=("scipy.special.log_ndtr",), cython="log_ndtr",
+         ref="phi(x)/ndtr(x) = sqrt(2/pi)/erfcx(-x/sqrt 2) (DLMF 7.2.3): no underflow for x << 0")
+
+ndtri = special_function("ndtri", 1, _mp_ndtri, lambda p: (sp.sqrt(2 * sp.pi) * sp.exp(ndtri(p)**2 / 2),),
+                         "Inverse of the standard normal CDF.")
+_special("ndtri", 1, _scipy("ndtri"), ndtri, lambda out, p: (_SQRT_2PI * (0.5 * (out * out)).exp(),),
+         mpmath=_mp_ndtri, ufuncs=("scipy.special.ndtri",), cython="ndtri", domain=(_PROB,),
+         ref="inverse function rule: 1/ndtr'(ndtri(p)) (DLMF 7.17)")
+
+_special("erfinv", 1, _scipy("erfinv"), sp.erfinv, lambda out, x: ((0.5 * _SQRT_PI) * (out * out).exp(),),
+         mpmath=mpmath.erfinv, ufuncs=("scipy.special.erfinv",), cython="erfinv", domain=(_UNIT,),
+         ref="DLMF 7.17: inverse function rule, erfinv' = sqrt(pi)/2 exp(erfinv^2)")
+_special("erfcinv", 1, _scipy("erfcinv"), sp.erfcinv, lambda out, x: ((-0.5 * _SQRT_PI) * (out * out).exp(),),
+         mpmath=_mp_erfcinv, ufuncs=("scipy.special.erfcinv",), cython="erfcinv", domain=(_PROB,),
+         ref="DLMF 7.17: inverse function rule, erfcinv' = -sqrt(pi)/2 exp(erfcinv^2)")
+
+# -- gamma function family (DLMF ch. 5) -------------------------------------------------------
+polygamma = special_function("polygamma", 2, _gamma_family(lambda n, x: mpmath.polygamma(int(n), x)),
+                             lambda n, x: (sp.S.Zero, polygamma(n + 1, x)),
+                             "polygamma(n, x): the (n+1)-th derivative of log Gamma (DLMF 5.15.1).")
+digamma = special_function("digamma", 1, _gamma_family(mpmath.digamma), lambda x: (polygamma(1, x),),
+                           "digamma(x) = Gamma'(x)/Gamma(x) (DLMF 5.2.2).")
+_special("digamma", 1, _scipy("psi"), digamma, lambda out, x: (_const(x, 1.0).polygamma(x),),
+         mpmath=digamma._mp, ufuncs=("scipy.special.psi", "scipy.special.digamma"), cython="psi",
+         ref="DLMF 5.15.1: digamma' = polygamma(1, x)")
+_special("polygamma", 2, lambda n, x: _scipy("polygamma")(n, x), polygamma,
+         lambda out, n, x: (None, (n + 1.0).polygamma(x)), mpmath=polygamma._mp, ufuncs=(),
+         emit=_cython("polygamma", "_polygamma"), helpers=("_polygamma",), domain=(_ORDER, _POS),
+         kink="n is an integer order: no derivative in n (its partial is 0)",
+         ref="DLMF 5.15.1: d/dx polygamma(n, x) = polygamma(n + 1, x)")
+_special("gammaln", 1, _scipy("gammaln"), sp.loggamma, lambda out, x: (x.digamma(),),
+         mpmath=_gamma_family(_mp_gammaln), ufuncs=("scipy.special.gammaln",), cython="gammaln", domain=(_POS,),
+         ref="DLMF 5.15.1: (log Gamma)' = digamma (log|Gamma| for x < 0, as SciPy); SciPy's, not "
+             "math.lgamma (7x the error near the roots x = 1, 2)")
+_ew("gamma", 1, _scipy("gamma"), sp.gamma, lambda out, x: (out * x.digamma(),),
+    mpmath=_gamma_family(mpmath.gamma), ufuncs=("scipy.special.gamma",), emit=_call("math.gamma"), domain=(_POS,),
+    ref="DLMF 5.15.1: Gamma' = Gamma digamma")
+
+betaln = special_function("betaln", 2, _gamma_family(lambda a, b: _gamma_family(
+                              lambda x: mpmath.log(abs(mpmath.beta(x, b))))(a)),
+                          lambda a, b: (digamma(a) - digamma(a + b), digamma(b) - digamma(a + b)),
+                          "log|B(a, b)| (DLMF 5.12.1).")
+_special("betaln", 2, _scipy("betaln"), betaln,
+         lambda out, a, b: (a.digamma() - (a + b).digamma(), b.digamma() - (a + b).digamma()),
+         mpmath=betaln._mp, ufuncs=("scipy.special.betaln",), cython="betaln", domain=(_POS, _POS),
+         ref="DLMF 5.12.1 and 5.15.1: d/da log B(a, b) = digamma(a) - digamma(a + b)")
+
+# -- logarithms of products and the logistic family ------------------------------------------
+xlogy = special_function("xlogy", 2, _mp_xlogy, lambda x, y: (sp.log(y), x / y), "x*log(y), 0 where x = 0.")
+_special("xlogy", 2, _scipy("xlogy"), xlogy,
+         lambda out, x, y: (y.log(), x.eq(0.0).where(0.0, x / y)),
+         mpmath=_mp_xlogy, ufuncs=("scipy.special.xlogy",), cython="xlogy", domain=(_REAL, _POS),
+         kink="at x == 0 the y-partial is 0 (xlogy(0, y) = 0 for all y)", ref="product rule")
+xlog1py = special_function("xlog1py", 2, _mp_xlog1py, lambda x, y: (sp.log(1 + y), x / (1 + y)),
+                           "x*log1p(y), 0 where x = 0.")
+_special("xlog1py", 2, _scipy("xlog1py"), xlog1py,
+         lambda out, x, y: (y.log1p(), x.eq(0.0).where(0.0, x / (1.0 + y))),
+         mpmath=_mp_xlog1py, ufuncs=("scipy.special.xlog1py",), cython="xlog1py", domain=(_REAL, _POS),
+         kink="at x == 0 the y-partial is 0 (xlog1py(0, y) = 0 for all y)", ref="product rule")
+logit = special_function("logit", 1, lambda p: mpmath.log(p / (1 - p)), lambda p: (1 / (p * (1 - p)),),
+                         "log(p/(1-p)), the inverse of expit.")
+_special("logit", 1, _scipy("logit"), logit, lambda out, p: (1.0 / (p * (1.0 - p)),),
+         mpmath=logit._mp, ufuncs=("scipy.special.logit",), cython="logit", domain=(_PROB,),
+         ref="d/dp log(p/(1-p)) = 1/(p(1-p))")
+
+# -- entropies and the Huber loss (convex analysis; SciPy's definitions) --------------------------
+entr = special_function("entr", 1, _mp_entr, lambda x: (-sp.log(x) - 1,), "-x log x (0 at 0, -inf for x < 0).")
+_special("entr", 1, _scipy("entr"), entr, lambda out, x: (-x.log() - 1.0,), mpmath=_mp_entr,
+         ufuncs=("scipy.special.entr",), cython="entr", domain=(_POS,),
+         kink="+inf at x = 0 (the one-sided limit, as JAX)", ref="d/dx (-x log x) = -log x - 1")
+rel_entr = special_function("rel_entr", 2, _mp_rel_entr, lambda x, y: (sp.log(x / y) + 1, -x / y),
+                            "x log(x/y) (0 at x = 0).")
+_special("rel_entr", 2, _scipy("rel_entr"), rel_entr,
+         lambda out, x, y: (x.eq(0.0).where(0.0, (x / y).log() + 1.0), x.eq(0.0).where(0.0, -x / y)),
+         mpmath=_mp_rel_entr, ufuncs=("scipy.special.rel_entr",), cython="rel_entr", domain=(_POS, _POS),
+         kink="partials (0, 0) at x == 0, as JAX", ref="d/dx x log(x/y) = log(x/y) + 1; d/dy = -x/y")
+kl_div = special_function("kl_div", 2, _mp_kl_div, lambda x, y: (sp.log(x / y), 1 - x / y),
+                          "x log(x/y) - x + y (y at x = 0).")
+_special("kl_div", 2, _scipy("kl_div"), kl_div,
+         lambda out, x, y: (x.eq(0.0).where(-1.0, (x / y).log()), 1.0 - x / y),
+         mpmath=_mp_kl_div, ufuncs=("scipy.special.kl_div",), cython="kl_div", domain=(_POS, _POS),
+         kink="partials (-1, 1) at x == 0, as JAX", ref="d/dx = log(x/y); d/dy = 1 - x/y")
+huber = special_function("huber", 2, _mp_huber, None, "Huber loss: r**2/2 for |r| <= delta, else delta (|r| - delta/2).")
+_special("huber", 2, _scipy("huber"), huber,
+         lambda out, d, r: (r.abs().le(d).where(0.0, r.abs() - d), r.abs().le(d).where(r, d * r.sign())),
+         mpmath=_mp_huber, ufuncs=("scipy.special.huber",), cython="huber", domain=(_POS, _REAL),
+         kink="at |r| == delta both pieces have the same derivative (C1)", ref="Huber (1964), piecewise")
+
+# -- modified Bessel functions of order 0 and 1 (DLMF ch. 10) -----------------------------------
+i0 = special_function("i0", 1, lambda x: mpmath.besseli(0, x), lambda x: (i1(x),), "Modified Bessel I0.")
+i1 = special_function("i1", 1, lambda x: mpmath.besseli(1, x), lambda x: (i0(x) - i1(x) / x,), "Modified Bessel I1.")
+i0e = special_function("i0e", 1, lambda x: mpmath.exp(-abs(x)) * mpmath.besseli(0, x),
+                       lambda x: (i1e(x) - sp.sign(x) * i0e(x),), "exp(-|x|) I0(x).")
+i1e = special_function("i1e", 1, lambda x: mpmath.exp(-abs(x)) * mpmath.besseli(1, x),
+                       lambda x: (i0e(x) - i1e(x) / x - sp.sign(x) * i1e(x),), "exp(-|x|) I1(x).")
+_special("i0", 1, _scipy("i0"), i0, lambda out, x: (x.i1(),), mpmath=i0._mp, ufuncs=("scipy.special.i0",),
+         cython="i0", ref="DLMF 10.29.3: I0' = I1")
+_special("i1", 1, _scipy("i1"), i1, lambda out, x: (x.eq(0.0).where(0.5, x.i0() - out / x),), mpmath=i1._mp,
+         ufuncs=("scipy.special.i1",), cython="i1", kink="1/2 at x = 0 (the limit)",
+         ref="DLMF 10.29.2: I1' = I0 - I1/x")
+_special("i0e", 1, _scipy("i0e"), i0e, lambda out, x: (x.i1e() - x.sign() * out,), mpmath=i0e._mp,
+         ufuncs=("scipy.special.i0e",), cython="i0e", kink="0 at x = 0 (sign(0) = 0; smooth there)",
+         ref="DLMF 10.29.3 and the product rule: i0e' = i1e - sign(x) i0e")
+_special("i1e", 1, _scipy("i1e"), i1e, lambda out, x: (x.eq(0.0).where(0.5, x.i0e() - out / x - x.sign() * out),),
+         mpmath=i1e._mp, ufuncs=("scipy.special.i1e",), cython="i1e", kink="1/2 at x = 0 (the limit)",
+         ref="DLMF 10.29.2 and the product rule: i1e' = i0e - i1e/x - sign(x) i1e")
+
+# -- NumPy ufuncs without an exact composite ------------------------------------------------------
+cbrt = special_function("cbrt", 1, _mp_cbrt, lambda x: (1 / (3 * cbrt(x)**2),), "Real cube root.")
+_ew("cbrt", 1, np.cbrt, cbrt, lambda out, x: (1.0 / (3.0 * (out * out)),), mpmath=_mp_cbrt,
+    kink="+inf at x = 0 (as JAX)", ref="power rule: (x^(1/3))' = 1/(3 cbrt(x)^2)")
+exp2 = special_function("exp2", 1, lambda x: mpmath.power(2, x), lambda x: (sp.log(2) * exp2(x),), "2**x.")
+_ew("exp2", 1, np.exp2, exp2, lambda out, x: (_LN2 * out,), mpmath=exp2._mp,
+    ref="2^x = exp(x ln 2) (DLMF 4.2.26): (2^x)' = ln 2 * 2^x; as a composite it would lose |x| ulps")
+log2 = special_function("log2", 1, lambda x: mpmath.log(x, 2), lambda x: (1 / (x * sp.log(2)),), "Base-2 logarithm.")
+_ew("log2", 1, np.log2, log2, lambda out, x: (1.0 / (_LN2 * x),), mpmath=log2._mp, domain=(_POS,),
+    ref="change of base and DLMF 4.5.2: log2' = 1/(x ln 2)")
+log10 = special_function("log10", 1, lambda x: mpmath.log(x, 10), lambda x: (1 / (x * sp.log(10)),),
+                         "Base-10 logarithm.")
+_ew("log10", 1, np.log10, log10, lambda out, x: (1.0 / (_LN10 * x),), mpmath=log10._mp, domain=(_POS,),
+    ref="change of base and DLMF 4.5.2: log10' = 1/(x ln 10)")
+_ew("arccosh", 1, np.arccosh, sp.acosh, lambda out, x: (1.0 / ((x - 1.0).sqrt() * (x + 1.0).sqrt()),),
+    mpmath=mpmath.acosh, domain=(_ABOVE1,),
+    ref="DLMF 4.38: arccosh' = 1/sqrt(x^2 - 1), as sqrt(x - 1) sqrt(x + 1) (x - 1 is exact near 1, "
+        "and nothing overflows for huge x)")
+_ew("arctanh", 1, np.arctanh, sp.atanh, lambda out, x: (1.0 / ((1.0 - x) * (1.0 + x)),),
+    mpmath=mpmath.atanh, domain=(_UNIT,), ref="DLMF 4.38: arctanh' = 1/(1 - x^2), as (1 - x)(1 + x)")
+
+# -- piecewise constant and periodic ---------------------------------------------------------------
+trunc = special_function("trunc", 1, lambda x: mpmath.floor(x) if x >= 0 else mpmath.ceil(x),
+                         lambda x: (sp.S.Zero,), "Round toward zero.")
+rint = special_function("rint", 1, mpmath.nint, lambda x: (sp.S.Zero,), "Round to nearest, ties to even.")
+def _mp_fmod(a, b):
+    q = a / b
+    return a - b * (mpmath.floor(q) if q >= 0 else mpmath.ceil(q))
+
+
+fmod = special_function("fmod", 2, _mp_fmod, lambda a, b: (sp.S.One, -trunc(a / b)),
+                        "C fmod: remainder with the sign of a.")
+heaviside = special_function("heaviside", 2, _mp_heaviside, lambda x, h0: (sp.S.Zero, sp.S.Zero),
+                             "Step function: 0 for x < 0, h0 at 0, 1 for x > 0.")
+_STEP = "derivative 0 everywhere, 0 at the jumps (as JAX)"
+_ew("floor", 1, np.floor, sp.floor, lambda out, x: (None,), mpmath=mpmath.floor, kink=_STEP, ref="piecewise constant")
+_ew("ceil", 1, np.ceil, sp.ceiling, lambda out, x: (None,), mpmath=mpmath.ceil, kink=_STEP, ref="piecewise constant")
+_ew("trunc", 1, np.trunc, trunc, lambda out, x: (None,), mpmath=trunc._mp, 
+    kink=_STEP, ref="piecewise constant")
+_ew("rint", 1, np.rint, rint, lambda out, x: (None,), mpmath=mpmath.nint, kink=_STEP, ref="piecewise constant")
+_ew("heaviside", 2, np.heaviside, heaviside, lambda out, x, h0: (None, None), mpmath=_mp_heaviside,
+    emit=_call("_heaviside"), helpers=("_heaviside",), kink=_STEP, ref="piecewise constant")
+_ew("mod", 2, np.remainder, sp.Mod, lambda out, a, b: (_const(a, 1.0), -(a / b).floor()),
+    mpmath=lambda a, b: a - b * mpmath.floor(a / b), ufuncs=("numpy.remainder",), emit=_call("np.remainder"),
+    domain=(_REAL, "nonzero"), kink="(1, -floor(a/b)); at the jumps the right-hand piece's (as JAX)",
+    ref="a - b floor(a/b), floor' = 0")
+_ew("fmod", 2, np.fmod, fmod, lambda out, a, b: (_const(a, 1.0), -(a / b).trunc()), mpmath=_mp_fmod,
+    domain=(_REAL, "nonzero"), kink="(1, -trunc(a/b)); at the jumps the right-hand piece's (as JAX)",
+    ref="a - b trunc(a/b), trunc' = 0")
