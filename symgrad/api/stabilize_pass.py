@@ -48,6 +48,24 @@ def _region_size(g: Graph, root: int, limit: int) -> int:
     return size
 
 
+_COMPARISONS = {"gt", "ge", "lt", "le", "eq", "ne", "where"}
+
+
+def _compares(g: Graph, root: int, leaves: set) -> bool:
+    """The region at ``root`` compares or selects: SymPy folds ``x != x`` to False, so its canonical
+    form would drop NumPy's NaN semantics (``np.fmax``'s NaN test) and must not replace the graph."""
+    stack, seen = [root], set()
+    while stack:
+        nid = stack.pop()
+        if nid in seen or nid in leaves:
+            continue
+        seen.add(nid)
+        if g[nid].op in _COMPARISONS:
+            return True
+        stack.extend(g[nid].args)
+    return False
+
+
 def _region_expr(g: Graph, root: int):
     """(SymPy expression of the elementwise region at ``root``, {symbol: node id}, size)."""
     leaves: dict = {}
@@ -169,7 +187,7 @@ def stabilize_kernel(g: Graph, kernel: KernelDef, budget_s: float | None = None)
             if not needs_search(expr, variables, ACCURATE_MEAN_BITS):
                 # SymPy's canonical form may already be the accurate one ((expm1(x) + 1) - 1 is
                 # expm1(x)); the graph still computes the longer form, so use the measured one
-                if sp.count_ops(expr) < size:
+                if sp.count_ops(expr) < size and not _compares(g, root, set(leaves.values())):
                     new = from_sympy(g, expr, leaves)
                     if root not in g.ancestors([new]):
                         mapping[root] = new

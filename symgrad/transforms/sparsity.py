@@ -245,6 +245,36 @@ def _custom_gradient(g, node, pats):
     return out
 
 
+def _take(g, node, pats):
+    """``np.take(x, idx, axis)``: each output element is one element of x."""
+    src = g.shape(node.args[0])
+    idx = np.asarray(g.consts[node.args[1]]).astype(np.int64).ravel()
+    rows = np.take(np.arange(_size(src)).reshape(src), idx, axis=node.params[0]).ravel()
+    return _select(pats[0], rows)
+
+
+def _take_add(g, node, pats):
+    """Scatter-add: value element k lands on output position ``idx[k]`` along the axis."""
+    axis, _ = node.params
+    idx = np.asarray(g.consts[node.args[1]]).astype(np.int64).ravel()
+    pos = np.take(np.arange(_size(node.shape)).reshape(node.shape), idx, axis=axis).ravel()
+    return _gather_sum(pos, np.arange(len(pos)), _size(node.shape), pats[0])
+
+
+def _cumsum(g, node, pats):
+    """Output ``i`` along the axis sums inputs ``j <= i`` (``j >= i`` for the reversed scan)."""
+    axis, reverse = node.params[0], bool(node.params[1])
+    shape = g.shape(node.args[0])
+    n = shape[axis]
+    if _size(shape) * n > CONTRACT_ENUM_LIMIT:
+        return _conservative(g, node, pats)
+    flat = np.moveaxis(np.arange(_size(shape)).reshape(shape), axis, -1).reshape(-1, n)
+    i, j = np.tril_indices(n) if not reverse else np.triu_indices(n)
+    out_pos = flat[:, i].ravel()
+    src_pos = flat[:, j].ravel()
+    return _gather_sum(out_pos, src_pos, _size(shape), pats[0])
+
+
 def _nothing(g, node, pats):
     return None
 
@@ -271,6 +301,15 @@ STRUCTURE = {
     "concat": _concat,
     "contract": _contract,
     "custom_gradient": _custom_gradient,
+    "take": _take,
+    "take_add": _take_add,
+    "cumsum": _cumsum,
+    "amax": _sum,          # a max depends on every element it ranges over (as a sum does)
+    "amin": _sum,
+    "shift_max": _nothing,  # no derivative (a constant shift)
+    # matrix functions of a small core and the inf-norm: every output element depends on every input
+    **{name: _conservative for name in ("inv", "solve", "det", "slogdet_sign", "slogdet_logabs", "cholesky",
+                                        "eigh_w", "eigh_v", "lstsq", "norm_inf")},
     "eye": _nothing,
     "input": _nothing,
     "const": _nothing,
