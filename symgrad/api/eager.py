@@ -103,7 +103,7 @@ class EagerContext(TraceContext):
         return EagerTensor(self, nid)
 
     def apply(self, op: str, *args, params: tuple = ()) -> "EagerTensor":
-        ids = [to_node(self, a) for a in args]
+        ids = self.float_operands(op, [to_node(self, a) for a in args])
         try:
             return EagerTensor(self, self.graph.apply(op, *ids, params=params))
         except (TypeError, ValueError) as exc:

@@ -89,6 +89,9 @@ def recording(ctx: "TraceContext"):
         stack.pop()
 
 
+_BOOLEAN_OPERANDS = {"logical_and", "logical_or", "logical_not", "eq", "ne"}
+
+
 class TraceContext:
     """The graph being recorded, shared by every Tracer of one trace.
 
@@ -121,8 +124,24 @@ class TraceContext:
     def wrap(self, nid: int) -> "Tracer":
         return Tracer(self, nid)
 
+    def float_operands(self, op: str, ids: list[int]) -> list[int]:
+        """Booleans used as numbers become 0.0/1.0, as NumPy and JAX promote them (``preds * mask``).
+
+        Logical ops and ``where``'s condition keep their booleans.
+        """
+        g = self.graph
+        out = list(ids)
+        for k, nid in enumerate(ids):
+            if g[nid].kind != "b" or op in _BOOLEAN_OPERANDS or (op == "where" and k == 0):
+                continue
+            if g[nid].op == "bconst":
+                out[k] = g.const(g.consts[nid].astype(np.float64))
+            else:
+                out[k] = g.apply("where", nid, g.const(1.0), g.const(0.0))
+        return out
+
     def apply(self, op: str, *args, params: tuple = ()) -> "Tracer":
-        ids = [to_node(self, a) for a in args]
+        ids = self.float_operands(op, [to_node(self, a) for a in args])
         try:
             nid = self.graph.apply(op, *ids, params=params)
         except (TypeError, ValueError) as exc:
