@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..ir.graph import Graph
+from .chunk import chunk_size, split_body
 from .names import DTYPES, SUFFIX, check_names, comment_lines, const_name, docstring, spec_name
 from .prelude import HELPERS, helpers_used
 from .printer import KernelIO, array_constants, print_body
@@ -53,8 +54,15 @@ def _indent(lines, n=1):
     return [pad + line if line else line for line in lines]
 
 
-def emit_kernel(g: Graph, k: KernelDef, dtypes=DTYPES) -> tuple[list[str], list[str]]:
-    """(module-level constant lines, function lines) for kernel ``k``."""
+def emit_kernel(g: Graph, k: KernelDef, dtypes=DTYPES, max_statements: int | None = None
+                ) -> tuple[list[str], list[str]]:
+    """(module-level constant lines, function lines) for kernel ``k``.
+
+    A body of more than ``max_statements`` top-level statements (default
+    :func:`.chunk.chunk_size`) is split into part functions called in sequence, so that
+    Numba's compile time stays linear in the program size (see :mod:`.chunk`).
+    """
+    max_statements = chunk_size() if max_statements is None else max_statements
     consts = array_constants(g, [o.node for o in k.outputs])
     cnames = {nid: f"_c{i}" for i, nid in enumerate(consts)}
     const_lines = [f"{const_name(k.name, i)} = {_encode(g.consts[nid])}" for i, nid in enumerate(consts)]
@@ -71,6 +79,14 @@ def emit_kernel(g: Graph, k: KernelDef, dtypes=DTYPES) -> tuple[list[str], list[
         widen = dtype == "float32" and k.widen_float32 and not arr_outs and all(a.shape == () for a in k.args)
         body = print_body(g, k.args, k.outputs, "float64" if widen else dtype, cnames, k.comments)
         doc = f"{k.doc} ({dtype} core, computed in float64 and rounded once)." if widen else f"{k.doc} ({dtype} core)."
+        parts, body = split_body(body, arg_names + list(cnames.values()) + arr_outs, sca_outs,
+                                 f"{k.name}_{sfx}_part", max_statements)
+        for i, (pname, pargs, pret, pbody) in enumerate(parts):
+            lines += ["", "", JIT, f"def {pname}({', '.join(pargs)}):",
+                      f"    {docstring(f'Part {i + 1} of {len(parts)} of {k.name}_{sfx} (straight-line code split for compile time).')}"]
+            lines += _indent(pbody)
+            if pret:
+                lines.append(f"    return {', '.join(pret)}")
         lines += ["", "", JIT, f"def {k.name}_{sfx}({params}):", f"    {docstring(doc)}"]
         if widen:  # float32 in, float32 out, float64 in between (see symgrad.stabilize.widen)
             lines += [f"    {a} = np.float64({a})" for a in arg_names]
