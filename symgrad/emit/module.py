@@ -42,6 +42,7 @@ class KernelDef:
     parallel: bool = False
     rewrites: list = field(default_factory=list)  # (output name, RewriteRecord) applied by the stabiliser
     widen_float32: bool = False  # float32 core computes in float64 and rounds once (scalar cores only)
+    stabilize_cpu_s: float | None = None  # CPU seconds the stabiliser spent on this kernel (None: not run)
 
 
 def _encode(arr: np.ndarray) -> str:
@@ -198,13 +199,14 @@ def _float64_entry(core, n_args):
 
 
 def emit_module(g: Graph, kernels: list[KernelDef], header: list[str],
-                runtime_import: str = RUNTIME_IMPORT, dtypes=DTYPES) -> str:
-    """The full source text of a module defining ``kernels`` for each of ``dtypes``."""
+                runtime_import: str = RUNTIME_IMPORT, dtypes=DTYPES, max_statements: int | None = None) -> str:
+    """The full source text of a module defining ``kernels`` for each of ``dtypes`` (bodies of
+    more than ``max_statements`` statements split into parts, see :func:`emit_kernel`)."""
     const_lines: list[str] = []
     func_lines: list[str] = []
     wrapper_lines: list[str] = []
     for k in kernels:
-        c, f = emit_kernel(g, k, dtypes)
+        c, f = emit_kernel(g, k, dtypes, max_statements)
         const_lines += c
         func_lines += f
         wrapper_lines += emit_wrapper(k, len(c), dtypes)
