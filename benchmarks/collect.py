@@ -8,6 +8,7 @@ Each suite writes its own markdown (with machine, date and command):
     python benchmarks/bench_memory.py       -> results/memory.md
     python benchmarks/peers.py              -> results/peers.md   (needs `pip install -e ".[bench]"`)
     python benchmarks/profile_peers.py      -> results/peers_profile.md
+    python benchmarks/bench_buildtime.py    -> results/buildtime.md
 then:
     python benchmarks/collect.py            -> BENCHMARKS.md
 """
@@ -24,7 +25,8 @@ SUITES = [("summary.md", "Targets at a glance"),
           ("aot.md", "Ahead-of-time modules: first-call time (issue 5)"),
           ("memory.md", "Memory: elementwise calls over 10^8 points allocate only their outputs (issue 8)"),
           ("peers.md", "Against peers: JAX, PyTensor, CasADi, autograd, SymPy, hand-written Numba (issue 7)"),
-          ("peers_profile.md", "Against peers: where symgrad's time goes where it misses a target (issue 7)")]
+          ("peers_profile.md", "Against peers: where symgrad's time goes where it misses a target (issue 7)"),
+          ("buildtime.md", "Build time of a scalar-loop model at growing sizes (issue 15)")]
 
 
 def main() -> None:

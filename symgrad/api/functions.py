@@ -59,8 +59,8 @@ def jit(fun, signature: str | None = None, *, stabilize: bool = True, parallel: 
     Args:
       fun: Python function of numpy-style arrays/scalars (pytrees allowed).
       signature: gufunc signature such as ``"(n),()->()"``; None: all scalar cores.
-      stabilize: rewrite expressions into numerically stable forms (True, False, or a search
-        budget in seconds per expression; default budget 2 s or ``$SYMGRAD_STABILIZE_BUDGET``).
+      stabilize: rewrite expressions into numerically stable forms (True, False, or a budget
+        in CPU seconds for the whole program; default 1 s or ``$SYMGRAD_STABILIZE_BUDGET``).
       parallel: loop over large batches on all cores (``numba.prange``).
     Returns:
       A callable with ``fun``'s arguments; outputs have ``batch + core`` shapes.

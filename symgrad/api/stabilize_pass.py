@@ -175,9 +175,11 @@ def stabilize_kernel(g: Graph, kernel: KernelDef, budget_s: float | None = None)
     triage (:func:`symgrad.stabilize.triage.triage`, one small sample shared by every
     region) picks the regions that lose accuracy, and those are searched worst first; with
     budget left, the other regions get the finer per-region probe
-    (:func:`symgrad.stabilize.needs_search`) and a search if it finds error.  The CPU time spent is stored in ``kernel.stabilize_cpu_s`` and reported
-    in the first header line.  Raises nothing for a spent budget: unsearched regions keep
-    their derived forms (which are what an unstabilised kernel computes).
+    (:func:`symgrad.stabilize.needs_search`) and a search if it finds error.  The CPU time
+    spent is stored in ``kernel.stabilize_cpu_s`` (not in the header lines, which go into
+    the generated source and stay deterministic; the first one summarises triage and
+    search).  Raises nothing for a spent budget: unsearched regions keep their derived
+    forms (which are what an unstabilised kernel computes).
     """
     budget_s = DEFAULT_BUDGET_S if budget_s is None else budget_s
     from ..stabilize import stabilize
@@ -227,9 +229,9 @@ def stabilize_kernel(g: Graph, kernel: KernelDef, budget_s: float | None = None)
             _apply(g, kernel, root, name, expr, leaves, res, names, header, mapping, direct, notes)
     spent = time.process_time() - t0
     kernel.stabilize_cpu_s = spent
-    summary = (f"stabilize: {spent:.2f} s CPU of the {budget_s:g} s program budget; {len(cands)} region(s) "
-               f"triaged{f' in {tri.cpu_s:.2f} s' if tri is not None else ''}, {flagged} losing accuracy, "
-               f"{searched} searched")
+    # no times in the header: the generated source stays deterministic (the time is in the kernel)
+    summary = (f"stabilize: program budget {budget_s:g} s CPU; {len(cands)} region(s) triaged, "
+               f"{flagged} losing accuracy, {searched} searched")
     if stopped is not None:
         summary += f"; budget spent, {len(order) - stopped} region(s) not searched"
     header.insert(0, summary)

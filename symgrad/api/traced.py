@@ -162,8 +162,10 @@ class Traced:
         the ``$SYMGRAD_STABILIZE_BUDGET`` budget) and ``notes`` its summary lines.
         """
         _, kernel, header = self._kernel(kind, argnums, True)
-        return Rewrites(kernel.rewrites, kernel.stabilize_cpu_s,
-                        [h.removeprefix("stabilize: ") for h in header if h.startswith("stabilize: ")])
+        notes = [h.removeprefix("stabilize: ") for h in header if h.startswith("stabilize: ")]
+        if kernel.stabilize_cpu_s is not None:
+            notes.insert(0, f"{kernel.stabilize_cpu_s:.2f} s CPU spent")
+        return Rewrites(kernel.rewrites, kernel.stabilize_cpu_s, notes)
 
     # -- display -------------------------------------------------------------------------
     def __str__(self) -> str:

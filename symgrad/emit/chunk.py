@@ -1,10 +1,14 @@
 """Split a long straight-line kernel body into functions of bounded size.
 
 Numba's (LLVM's) compile time grows faster than linearly with the length of one
-function: a traced Python loop that unrolls into 10^4 statements takes minutes in one
-function, and seconds as a sequence of functions of a few hundred statements each.
+function.  Measured here (benchmarks/bench_buildtime.py; statements ``s = s + p[k] * c``,
+three operations each, in one function): 4.5 ms per statement at 50-250 statements,
+5.2 ms at 500 and 14 ms at 1000, so a traced loop unrolled into 10^4 operations takes
+minutes in one function but about 1.5 ms per operation as a sequence of small ones.
 :func:`split_body` cuts a printed body (the lines of :func:`.printer.print_body`) at
-top-level statement boundaries into parts of at most ``max_statements`` statements.
+top-level statement boundaries into parts of at most ``max_ops`` operations (a
+statement's operations are counted from its text: arithmetic operators, calls and
+subscripts), and never splits one statement.
 Each part becomes its own ``@numba.njit`` function; it receives the values it reads
 that earlier statements defined (kernel arguments, constants, output arrays and the
 temporaries computed by earlier parts) and returns the temporaries that later parts
@@ -17,28 +21,26 @@ from __future__ import annotations
 import os
 import re
 
-__all__ = ["split_body", "chunk_size", "DEFAULT_CHUNK_STATEMENTS"]
+__all__ = ["split_body", "chunk_size", "DEFAULT_CHUNK_OPS"]
 
-# Measured on the scalar-loop MLP gradient (BENCHMARKS.md, "Build time"): Numba compiles a
-# part of 200-400 statements in about the time per statement of a small function; one
-# function of 4000 statements takes several times longer per statement.
-DEFAULT_CHUNK_STATEMENTS = 300
+DEFAULT_CHUNK_OPS = 400  # well inside the linear range above (150-750 operations per function)
 
 _IDENT = re.compile(r"[A-Za-z_]\w*")
+_OPS = re.compile(r"[-+*/%\[(<>=]=?")
 _DEF = re.compile(r"^([A-Za-z_]\w*(?:\s*,\s*[A-Za-z_]\w*)*)\s*=(?!=)")
 
 
 def chunk_size() -> int:
-    """Statements per part: ``$SYMGRAD_CHUNK_STATEMENTS`` (a positive integer), default 300."""
-    text = os.environ.get("SYMGRAD_CHUNK_STATEMENTS", "").strip()
+    """Operations per part: ``$SYMGRAD_CHUNK_OPS`` (a positive integer), default 400."""
+    text = os.environ.get("SYMGRAD_CHUNK_OPS", "").strip()
     if not text:
-        return DEFAULT_CHUNK_STATEMENTS
+        return DEFAULT_CHUNK_OPS
     try:
         n = int(text)
     except ValueError:
         n = 0
     if n < 1:
-        raise ValueError(f"SYMGRAD_CHUNK_STATEMENTS must be a positive integer; got {text!r}")
+        raise ValueError(f"SYMGRAD_CHUNK_OPS must be a positive integer; got {text!r}")
     return n
 
 
@@ -60,6 +62,11 @@ def _statements(lines: list[str]) -> list[list[str]]:
     return out
 
 
+def _ops(stmt: list[str]) -> int:
+    """Operations in a statement, counted from its text (at least 1)."""
+    return max(1, sum(len(_OPS.findall(line)) for line in stmt if not line.lstrip().startswith("#")))
+
+
 def _names_read(stmt: list[str]) -> set[str]:
     names: set[str] = set()
     for line in stmt:
@@ -78,26 +85,35 @@ def _names_defined(stmt: list[str]) -> list[str]:
 
 
 def split_body(lines: list[str], params: list[str], results: list[str], part_name: str,
-               max_statements: int) -> tuple[list[tuple[str, list[str], list[str], list[str]]], list[str]]:
-    """Cut ``lines`` into parts of at most ``max_statements`` top-level statements.
+               max_ops: int) -> tuple[list[tuple[str, list[str], list[str], list[str]]], list[str]]:
+    """Cut ``lines`` into parts of at most ``max_ops`` operations (whole top-level statements).
 
     Args:
         lines: body lines at indentation 0 (statements; blocks indented by 4 spaces).
         params: the names the body may read without defining them (kernel parameters).
         results: names the kernel returns after the body (its scalar outputs).
         part_name: prefix of the part functions; part ``i`` is ``f"{part_name}{i}"``.
-        max_statements: bound on the statements per part (a positive integer).
+        max_ops: bound on the operations per part (a positive integer); a statement with
+            more operations than that is a part on its own.
 
     Returns:
         ``(parts, calls)``: ``parts`` lists ``(function name, parameter names, returned
         names, body lines)`` per part, and ``calls`` the body lines that replace ``lines``
-        in the kernel (one call per part).  With at most ``max_statements`` statements,
+        in the kernel (one call per part).  With at most ``max_ops`` operations in all,
         ``parts`` is empty and ``calls`` is ``lines`` itself.
     """
     stmts = _statements(lines)
-    if len(stmts) <= max_statements:
+    weights = [_ops(s) for s in stmts]
+    if sum(weights) <= max_ops:
         return [], lines
-    groups = [stmts[i:i + max_statements] for i in range(0, len(stmts), max_statements)]
+    groups: list[list[list[str]]] = [[]]
+    load = 0
+    for stmt, w in zip(stmts, weights):
+        if groups[-1] and load + w > max_ops:
+            groups.append([])
+            load = 0
+        groups[-1].append(stmt)
+        load += w
     reads = [set().union(*(_names_read(s) for s in grp)) for grp in groups]
     defs = [[n for s in grp for n in _names_defined(s)] for grp in groups]
     available = list(params)  # in first-definition order, for readable signatures

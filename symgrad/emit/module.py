@@ -55,15 +55,15 @@ def _indent(lines, n=1):
     return [pad + line if line else line for line in lines]
 
 
-def emit_kernel(g: Graph, k: KernelDef, dtypes=DTYPES, max_statements: int | None = None
+def emit_kernel(g: Graph, k: KernelDef, dtypes=DTYPES, max_ops: int | None = None
                 ) -> tuple[list[str], list[str]]:
     """(module-level constant lines, function lines) for kernel ``k``.
 
-    A body of more than ``max_statements`` top-level statements (default
-    :func:`.chunk.chunk_size`) is split into part functions called in sequence, so that
-    Numba's compile time stays linear in the program size (see :mod:`.chunk`).
+    A body of more than ``max_ops`` operations (default :func:`.chunk.chunk_size`) is split
+    into part functions called in sequence, so that Numba's compile time stays linear in
+    the program size (see :mod:`.chunk`).
     """
-    max_statements = chunk_size() if max_statements is None else max_statements
+    max_ops = chunk_size() if max_ops is None else max_ops
     consts = array_constants(g, [o.node for o in k.outputs])
     cnames = {nid: f"_c{i}" for i, nid in enumerate(consts)}
     const_lines = [f"{const_name(k.name, i)} = {_encode(g.consts[nid])}" for i, nid in enumerate(consts)]
@@ -81,7 +81,7 @@ def emit_kernel(g: Graph, k: KernelDef, dtypes=DTYPES, max_statements: int | Non
         body = print_body(g, k.args, k.outputs, "float64" if widen else dtype, cnames, k.comments)
         doc = f"{k.doc} ({dtype} core, computed in float64 and rounded once)." if widen else f"{k.doc} ({dtype} core)."
         parts, body = split_body(body, arg_names + list(cnames.values()) + arr_outs, sca_outs,
-                                 f"{k.name}_{sfx}_part", max_statements)
+                                 f"{k.name}_{sfx}_part", max_ops)
         for i, (pname, pargs, pret, pbody) in enumerate(parts):
             lines += ["", "", JIT, f"def {pname}({', '.join(pargs)}):",
                       f"    {docstring(f'Part {i + 1} of {len(parts)} of {k.name}_{sfx} (straight-line code split for compile time).')}"]
@@ -199,14 +199,14 @@ def _float64_entry(core, n_args):
 
 
 def emit_module(g: Graph, kernels: list[KernelDef], header: list[str],
-                runtime_import: str = RUNTIME_IMPORT, dtypes=DTYPES, max_statements: int | None = None) -> str:
+                runtime_import: str = RUNTIME_IMPORT, dtypes=DTYPES, max_ops: int | None = None) -> str:
     """The full source text of a module defining ``kernels`` for each of ``dtypes`` (bodies of
-    more than ``max_statements`` statements split into parts, see :func:`emit_kernel`)."""
+    more than ``max_ops`` operations split into parts, see :func:`emit_kernel`)."""
     const_lines: list[str] = []
     func_lines: list[str] = []
     wrapper_lines: list[str] = []
     for k in kernels:
-        c, f = emit_kernel(g, k, dtypes, max_statements)
+        c, f = emit_kernel(g, k, dtypes, max_ops)
         const_lines += c
         func_lines += f
         wrapper_lines += emit_wrapper(k, len(c), dtypes)
