@@ -100,6 +100,76 @@ def _build(peer, H, D, xd, yd, p):
     raise ValueError(peer)
 
 
+# -- two Hessians from the issue: a Gaussian-mixture log-likelihood and 100 explicit Euler steps --------
+
+GMM_K, GMM_N = 3, 40
+EULER_STEPS = 100
+
+
+def gmm_loglik(theta, xs, np_):
+    """Log-likelihood of 1-D data ``xs`` under K Gaussians; theta = [logits (K) | means (K) |
+    log sigmas (K)].  Written with scalar loops, as a modeller would."""
+    K = GMM_K
+    lw = [theta[k] for k in range(K)]
+    m = lw[0]
+    for k in range(1, K):
+        m = np_.logaddexp(m, lw[k])  # log of the softmax normaliser
+    total = 0.0
+    for x in xs:
+        acc = None
+        for k in range(K):
+            z = (x - theta[K + k]) * np_.exp(-theta[2 * K + k])
+            term = lw[k] - m - theta[2 * K + k] - 0.5 * z * z - 0.9189385332046727
+            acc = term if acc is None else np_.logaddexp(acc, term)
+        total = total + acc
+    return total
+
+
+def euler_loss(theta, np_):
+    """Squared final state of 100 explicit Euler steps of Lotka-Volterra with parameters theta (4)."""
+    a, b, c, d = theta[0], theta[1], theta[2], theta[3]
+    u, v, h = 1.0, 0.5, 0.01
+    for _ in range(EULER_STEPS):
+        u, v = u + h * (a * u - b * u * v), v + h * (c * u * v - d * v)
+    return u * u + v * v
+
+
+def hessian_models():
+    import numpy as np
+    rng = np.random.default_rng(1)
+    xs = [float(v) for v in np.concatenate([rng.normal(-2, 0.5, GMM_N // 2), rng.normal(1.5, 1.0, GMM_N // 2)])]
+    gmm_theta = np.array([0.1, -0.2, 0.3, -2.0, 0.0, 1.5, -0.5, 0.0, 0.2])
+    eul_theta = np.array([1.1, 0.4, 0.3, 0.9])
+    return {"gmm": (lambda t, np_=np: gmm_loglik(t, xs, np_), gmm_theta, lambda t, jnp: gmm_loglik(t, xs, jnp)),
+            "euler": (lambda t, np_=np: euler_loss(t, np_), eul_theta, lambda t, jnp: euler_loss(t, jnp))}
+
+
+def hessian_worker(peer, model, repeats):
+    import numpy as np
+    fn, theta, jfn = hessian_models()[model]
+    if peer.startswith("symgrad"):
+        import symgrad as sg
+    else:
+        import jax
+        import jax.numpy as jnp
+        jax.config.update("jax_enable_x64", True)
+    t0, c0 = time.perf_counter(), time.process_time()
+    if peer.startswith("symgrad"):
+        h = sg.hessian(fn, signature="(n)->()", stabilize=peer == "symgrad")
+    else:
+        hj = jax.jit(jax.hessian(lambda t: jfn(t, jnp)))
+        h = lambda t: np.asarray(hj(t))  # noqa: E731
+    got = np.asarray(h(theta))
+    build, build_cpu = time.perf_counter() - t0, time.process_time() - c0
+    eps = 1e-5  # check: central differences of a central-difference gradient (rel. error ~1e-6)
+    g = lambda t: np.array([(fn(t + eps * e) - fn(t - eps * e)) / (2 * eps) for e in np.eye(len(t))])  # noqa: E731
+    ref = np.array([(g(theta + eps * e) - g(theta - eps * e)) / (2 * eps) for e in np.eye(len(theta))])
+    err = float(np.max(np.abs(got - ref)) / np.max(np.abs(ref)))
+    times = timeit.repeat(lambda: h(theta), number=20, repeat=repeats)
+    print(json.dumps({"peer": peer, "model": model, "build_s": build, "build_cpu_s": build_cpu,
+                      "relerr_fd": err, "eval_s": statistics.median(times) / 20}), flush=True)
+
+
 def worker(peer, H, D, repeats):
     import numpy as np
     xd, yd, p = data(H, D)
@@ -157,6 +227,8 @@ def fmt(sec):
 
 
 def cell(r, key):
+    if r.get("not_run"):
+        return "not run"
     if "timed_out" in r:
         return f"> {r['timed_out']:.0f} s (stopped)"
     if "error" in r:
@@ -180,7 +252,7 @@ def report(results, sizes, peers, cmd) -> str:
         out = [f"#### {title}", "", "| " + " | ".join(hdr) + " |", "|" + "---|" * len(hdr)]
         for H, D in sizes:
             n = H * D + 2 * H
-            row = [f"({H}, {D}), {n}"] + [cell(by.get((p, H, D), {"error": "not run"}), key) for p in peers]
+            row = [f"({H}, {D}), {n}"] + [cell(by.get((p, H, D), {"not_run": True}), key) for p in peers]
             out.append("| " + " | ".join(row) + " |")
         return out + [""]
 
@@ -206,10 +278,33 @@ def main():
     ap.add_argument("--out", default=str(RESULTS))
     ap.add_argument("--chunk-sweep", default=None, metavar="HxD",
                     help="instead: symgrad stabilize=False at one size for several SYMGRAD_CHUNK_OPS")
+    ap.add_argument("--hessians", action="store_true",
+                    help="instead: build the Gaussian-mixture and 100-step Euler Hessians (symgrad, JAX)")
     ap.add_argument("--worker", nargs=3, help=argparse.SUPPRESS)
     a = ap.parse_args()
+    if a.worker and a.worker[0] == "hessian":
+        hessian_worker(a.worker[1], a.worker[2], a.repeats)
+        return
     if a.worker:
         worker(a.worker[0], int(a.worker[1]), int(a.worker[2]), a.repeats)
+        return
+    if a.hessians:
+        rows = []
+        for model in ("gmm", "euler"):
+            for peer in ("symgrad", "symgrad-nostab", "jax"):
+                env = dict(os.environ, SYMGRAD_CACHE_DIR=tempfile.mkdtemp(prefix="symgrad-buildtime-"),
+                           JAX_PLATFORMS="cpu")
+                cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", "hessian", peer, model]
+                try:
+                    out = subprocess.run(cmd, capture_output=True, text=True, timeout=a.timeout, env=env).stdout
+                    r = json.loads([ln for ln in out.splitlines() if ln.startswith("{")][-1])
+                    row = [fmt(r["build_s"]), fmt(r["build_cpu_s"]), fmt(r["eval_s"]), f"{r['relerr_fd']:.1e}"]
+                except (subprocess.TimeoutExpired, IndexError) as exc:
+                    row = [f"failed ({type(exc).__name__})", "–", "–", "–"]
+                print(model, peer, row, flush=True)
+                rows.append(f"| {model} | {LABEL[peer]} | " + " | ".join(row) + " |")
+        print("| model | system | build (wall) | build (CPU) | Hessian per call | rel. err vs finite differences |")
+        print("|---|---|---|---|---|---|\n" + "\n".join(rows))
         return
     if a.chunk_sweep:
         H, D = (int(v) for v in a.chunk_sweep.split("x"))
