@@ -194,7 +194,7 @@ def worker(peer, H, D, repeats):
         if peer == "symgrad":
             rw = sg.trace(make_loss(H, D, xd, yd, np.tanh), p, signature="(n)->()").rewrites()
             out["stab_cpu_s"] = rw.cpu_s
-            out["stab_note"] = rw.notes[0] if rw.notes else ""
+            out["stab_note"] = "; ".join(rw.notes)
     number = max(1, int(2e-3 / max(min(timeit.repeat(lambda: fn(p), number=1, repeat=3)), 1e-7)))
     times = timeit.repeat(lambda: fn(p), number=number, repeat=repeats)
     out["eval_s"] = statistics.median(times) / number
