@@ -32,8 +32,8 @@ import numpy as np
 import sympy as sp
 
 from . import reference as _ref
-from .budget import StabilizeBudgetExceeded, check_deadline, hard_deadline  # noqa: F401 (re-exported)
 from .accuracy import ulp_bits
+from .budget import StabilizeBudgetExceeded, check_deadline, hard_deadline  # noqa: F401 (re-exported)
 from .numeric import _once_per_env, compile_numpy
 from .sampling import sample_points
 from .widen import TWO_ULPS
