@@ -12,6 +12,7 @@ Each suite writes its own markdown (with machine, date and command):
     python benchmarks/bench_sparse.py       -> results/sparse.md
     python benchmarks/bench_vocab.py        -> results/vocab.md
     python benchmarks/bench_linalg.py       -> results/linalg.md
+    python benchmarks/bench_buildtime.py    -> results/buildtime.md
 then:
     python benchmarks/collect.py            -> BENCHMARKS.md
 """
@@ -32,7 +33,8 @@ SUITES = [("summary.md", "Targets at a glance"),
           ("dask.md", "Dask: a 2-process LocalCluster against one process (issue 18)"),
           ("sparse.md", "Sparse Jacobians and Hessians: symgrad, CasADi SX, finite differences (issue 17)"),
           ("vocab.md", "NumPy vocabulary: gradients through max, cumsum, gathers, pad, diff, std (issue 14)"),
-          ("linalg.md", "Linear algebra: Gaussian log-likelihood gradient through slogdet and solve (issue 14)")]
+          ("linalg.md", "Linear algebra: Gaussian log-likelihood gradient through slogdet and solve (issue 14)"),
+          ("buildtime.md", "Build time of a scalar-loop model at growing sizes (issue 15)")]
 
 
 def main() -> None:

@@ -1375,7 +1375,12 @@ def main():
     ap.add_argument("--worker", nargs="*", help=argparse.SUPPRESS)
     ap.add_argument("--prewarm", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--repeats", type=int, default=7, help=argparse.SUPPRESS)
+    ap.add_argument("--buildtime", action="store_true",
+                    help="run bench_buildtime.py instead: the scalar-loop MLP (issue 15) against CasADi SX, "
+                         "JAX and SymPy at (4, 4) ... (128, 64) -> results/buildtime.md")
     a = ap.parse_args()
+    if a.buildtime:
+        raise SystemExit(subprocess.call([sys.executable, str(HERE / "bench_buildtime.py")]))
 
     if a.worker:
         kind, peer, h, i = a.worker

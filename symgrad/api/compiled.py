@@ -217,17 +217,18 @@ class Compiled:
 
 
 
-LARGE_KERNEL_NODES = 2000
+LARGE_KERNEL_NODES = 50_000
 
 
 def _warn_if_large(p: TracedProgram, kernel) -> None:
-    """Say before a long Numba compile that it will be long (straight-line code compiles in
-    roughly quadratic time: ~2000 operations take tens of seconds, 10000 take many minutes)."""
+    """Say before a long Numba compile that it will be long.  Straight-line code is compiled
+    in parts of bounded size (symgrad.emit.chunk), so the compile grows linearly, but Numba
+    spends a few milliseconds per operation: 50000 operations take minutes."""
     n = len(p.graph.ancestors([o.node for o in kernel.outputs]))
     if n > LARGE_KERNEL_NODES:
         warnings.warn(SymgradWarning(
-            f"{kernel.name} has {n} operations (function traced at {p.origin}); Numba's compile time grows "
-            f"about quadratically with straight-line code, so expect a compile of a minute or more. "
+            f"{kernel.name} has {n} operations (function traced at {p.origin}); Numba compiles about "
+            f"1000 operations per second, so expect a compile of a minute or more. "
             f"Vectorise Python loops over array elements with array operations (slicing, np.sum, @)."),
             stacklevel=4)
 

@@ -62,8 +62,8 @@ def jit(fun, signature: str | None = None, *, stabilize: bool = True, parallel: 
       fun: Python function of numpy-style arrays/scalars (pytrees allowed).
       signature: gufunc signature such as ``"(n),()->()"``; None: scalar cores (ufunc broadcasting) if
         ``fun`` is elementwise, else each argument's whole shape is its core (JAX's semantics).
-      stabilize: rewrite expressions into numerically stable forms (True, False, or a search
-        budget in seconds per expression; default budget 2 s or ``$SYMGRAD_STABILIZE_BUDGET``).
+      stabilize: rewrite expressions into numerically stable forms (True, False, or a budget
+        in CPU seconds for the whole program; default 1 s or ``$SYMGRAD_STABILIZE_BUDGET``).
       parallel: loop over large batches on all cores (``numba.prange``).
     Returns:
       A callable with ``fun``'s arguments; outputs have ``batch + core`` shapes.

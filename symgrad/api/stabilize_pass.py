@@ -12,6 +12,7 @@ changed and a line in the module header.
 from __future__ import annotations
 
 import os
+import time
 
 import sympy as sp
 
@@ -20,9 +21,10 @@ from ..ir.from_sympy import from_sympy
 from ..ir.graph import Graph
 from ..ir.interpret import sympy_number
 from ..ir.ops import REGISTRY
+from ..stabilize.budget import StabilizeBudgetExceeded, hard_deadline
 
 MAX_REGION_NODES = 60
-DEFAULT_BUDGET_S = float(os.environ.get("SYMGRAD_STABILIZE_BUDGET", "2.0"))  # seconds per expression
+DEFAULT_BUDGET_S = float(os.environ.get("SYMGRAD_STABILIZE_BUDGET", "1.0"))  # CPU seconds per program
 ACCURATE_MEAN_BITS = 1.5  # regions this accurate on average, and within 2 ulps everywhere probed, are not searched
 
 
@@ -66,6 +68,17 @@ def _compares(g: Graph, root: int, leaves: set) -> bool:
     return False
 
 
+def _use_canonical(g: Graph, root: int, name: str, expr, leaves: dict, header: list, mapping: dict) -> None:
+    """An accurate region whose SymPy canonical form is shorter than the traced form ((expm1(x) + 1) - 1
+    is expm1(x)) is rebuilt from the canonical form: the graph would still compute the longer one."""
+    size = _region_size(g, root, MAX_REGION_NODES)
+    if sp.count_ops(expr) < size and not _compares(g, root, set(leaves.values())):
+        new = from_sympy(g, expr, leaves)
+        if root not in g.ancestors([new]):
+            mapping[root] = new
+            header.append(f"{name}: canonical form {expr} ({size} ops as traced)")
+
+
 def _region_expr(g: Graph, root: int):
     """(SymPy expression of the elementwise region at ``root``, {symbol: node id}, size)."""
     leaves: dict = {}
@@ -102,7 +115,7 @@ def _region_expr(g: Graph, root: int):
 
 
 def budget_of(stabilize) -> float:
-    """The per-expression budget meant by a ``stabilize=`` argument (True or seconds)."""
+    """The per-program budget (CPU seconds) meant by a ``stabilize=`` argument (True or seconds)."""
     if stabilize is True:
         return DEFAULT_BUDGET_S
     return float(stabilize)
@@ -163,65 +176,95 @@ def rebuild(g: Graph, outputs: list[int], mapping: dict[int, int]) -> dict[int, 
     return memo
 
 
-def stabilize_kernel(g: Graph, kernel: KernelDef, budget_s: float | None = None) -> list[str]:
-    """Rewrite ``kernel``'s elementwise regions into stable forms in place; return header lines."""
-    budget_s = DEFAULT_BUDGET_S if budget_s is None else budget_s
-    from ..stabilize import needs_search, stabilize
+def _candidates(g: Graph, roots: list[int], names: dict, header: list[str], deadline: float):
+    """(root, name, expr, leaves) of every searchable region; notes the others in ``header``."""
+    out, big = [], []
+    for root in roots:
+        name = names.get(root, f"t{root} (intermediate)")
+        if _region_size(g, root, MAX_REGION_NODES) > MAX_REGION_NODES:
+            big.append(name)
+            continue
+        if time.process_time() > deadline:
+            raise StabilizeBudgetExceeded("budget spent while collecting regions")
+        expr, leaves, size = _region_expr(g, root)
+        if size:
+            out.append((root, name, expr, leaves))
+    if big:
+        shown = ", ".join(big[:3]) + (f" and {len(big) - 3} more" if len(big) > 3 else "")
+        header.append(f"stabilize: {shown} not searched (region{'s' if len(big) > 1 else ''} of more than "
+                      f"{MAX_REGION_NODES} ops)")
+    return out
 
+
+def stabilize_kernel(g: Graph, kernel: KernelDef, budget_s: float | None = None) -> list[str]:
+    """Rewrite ``kernel``'s elementwise regions into stable forms in place; return header lines.
+
+    The whole kernel gets one budget of ``budget_s`` CPU seconds (default
+    ``$SYMGRAD_STABILIZE_BUDGET``, else 1 s), sampling and references included: a cheap
+    triage (:func:`symgrad.stabilize.triage.triage`, one small sample shared by every
+    region) picks the regions that lose accuracy, and those are searched worst first; with
+    budget left, the other regions get the finer per-region probe
+    (:func:`symgrad.stabilize.needs_search`) and a search if it finds error.  The CPU time
+    spent is stored in ``kernel.stabilize_cpu_s`` (not in the header lines, which go into
+    the generated source and stay deterministic; the first one summarises triage and
+    search).  Raises nothing for a spent budget: unsearched regions keep their derived
+    forms (which are what an unstabilised kernel computes).
+    """
+    budget_s = DEFAULT_BUDGET_S if budget_s is None else budget_s
+    from ..stabilize import stabilize
+    from ..stabilize.triage import triage
+
+    t0 = time.process_time()
+    deadline = t0 + budget_s
     header: list[str] = []
     mapping: dict[int, int] = {}  # node -> replacement; consumers are rebuilt on it
     direct: dict[int, int] = {}   # output node -> replacement that contains the node (outputs only)
     notes: dict[int, list[str]] = {}
     names = {o.node: o.name for o in kernel.outputs}
-    for root in region_roots(g, [o.node for o in kernel.outputs]):
-        name = names.get(root, f"t{root} (intermediate)")
-        size = _region_size(g, root, MAX_REGION_NODES)
-        if size > MAX_REGION_NODES:
-            header.append(f"stabilize: {name} not searched (region of more than {MAX_REGION_NODES} ops)")
-            continue
-        expr, leaves, size = _region_expr(g, root)
-        if size == 0:
-            continue
-        variables = sorted(leaves, key=lambda s: s.name)
+    roots = region_roots(g, [o.node for o in kernel.outputs])
+    searched, flagged, stopped, order = 0, 0, None, []
+    with hard_deadline(deadline):
+        cands, tri = [], None
         try:
-            if not needs_search(expr, variables, ACCURATE_MEAN_BITS):
-                # SymPy's canonical form may already be the accurate one ((expm1(x) + 1) - 1 is
-                # expm1(x)); the graph still computes the longer form, so use the measured one
-                if sp.count_ops(expr) < size and not _compares(g, root, set(leaves.values())):
-                    new = from_sympy(g, expr, leaves)
-                    if root not in g.ancestors([new]):
-                        mapping[root] = new
-                        header.append(f"{name}: canonical form {expr} ({size} ops as traced)")
-                continue
-            res = stabilize(expr, variables, budget_s=budget_s)
-        except NotImplementedError as exc:  # an op the error model cannot sample: keep the derived form
-            header.append(f"stabilize: {name} kept as derived ({exc})")
-            continue
-        if res.budget_exhausted:
-            header.append(f"stabilize: {name}: search stopped at the {budget_s:g} s budget")
-        if res.acceptance:
-            header.append(f"stabilize: {name}: {res.acceptance}")
-        records = list(res.records)
-        if res.widen_float32 and (root not in names or not _scalar_cores(kernel)):
-            records.pop()  # only whole scalar-core kernels compute their float32 in float64
-            header.append(f"stabilize: {name}: float32 beyond 2 ulps; float64 evaluation needs scalar cores")
-        elif res.widen_float32:
-            kernel.widen_float32 = True
-        if not records:
-            continue
-        if res.expr != expr:
-            new = from_sympy(g, res.expr, leaves)
-            if root in g.ancestors([new]):  # e.g. a regime that keeps the derived form on one branch
-                if root not in names:  # consumers cannot be rewired to a form that contains the node itself
-                    header.append(f"stabilize: {name}: rewrite keeps the derived form inside; not applied")
+            cands = _candidates(g, roots, names, header, deadline)
+            tri = triage([c[2] for c in cands], [sorted(c[3], key=lambda s: s.name) for c in cands])
+        except NotImplementedError as exc:  # an op the wide evaluator cannot handle: check one by one
+            header.append(f"stabilize: shared triage unavailable ({exc}); regions checked one by one")
+        except StabilizeBudgetExceeded:
+            cands, stopped = [], 0
+        order = list(range(len(cands)))
+        if tri is not None:  # losing regions worst first, then the others get the finer probe
+            flagged = sum(tri.needs_search)
+            order.sort(key=lambda i: (not tri.needs_search[i], -tri.mean_bits[i]))
+        for rank, i in enumerate(order):
+            root, name, expr, leaves = cands[i]
+            variables = sorted(leaves, key=lambda s: s.name)
+            if time.process_time() >= deadline:
+                stopped = rank
+                break
+            try:
+                if (tri is None or not tri.needs_search[i]) and not _needs_search(expr, variables):
+                    _use_canonical(g, root, name, expr, leaves, header, mapping)
                     continue
-                direct[root] = new
-            else:
-                mapping[root] = new
-        kernel.rewrites += [(name, r) for r in records]
-        lines = [f"rewrite {r.one_line()}" for r in records]
-        notes.setdefault(mapping.get(root, direct.get(root, root)), []).extend(lines)
-        header += [f"{name}: {line}" for line in lines]
+                res = stabilize(expr, variables, budget_s=deadline - time.process_time())
+                if time.process_time() > deadline:  # a step inside may have skipped work at the deadline
+                    raise StabilizeBudgetExceeded(name)
+            except NotImplementedError as exc:  # an op the error model cannot sample: keep the derived form
+                header.append(f"stabilize: {name} kept as derived ({exc})")
+                continue
+            except StabilizeBudgetExceeded:
+                stopped = rank
+                break
+            searched += 1
+            _apply(g, kernel, root, name, expr, leaves, res, names, header, mapping, direct, notes)
+    spent = time.process_time() - t0
+    kernel.stabilize_cpu_s = spent
+    # no times in the header: the generated source stays deterministic (the time is in the kernel)
+    summary = (f"stabilize: program budget {budget_s:g} s CPU; {len(cands)} region(s) triaged, "
+               f"{flagged} losing accuracy, {searched} searched")
+    if stopped is not None:
+        summary += f"; budget spent, {len(order) - stopped} region(s) not searched"
+    header.insert(0, summary)
     if mapping or notes or direct:
         memo = rebuild(g, [o.node for o in kernel.outputs] + list(notes) + list(direct.values()), mapping)
         for out in kernel.outputs:
@@ -230,6 +273,40 @@ def stabilize_kernel(g: Graph, kernel: KernelDef, budget_s: float | None = None)
             new = memo.get(nid, nid)
             kernel.comments[new] = "\n".join(filter(None, [kernel.comments.get(new), *lines]))
     return header
+
+
+def _needs_search(expr, variables) -> bool:
+    from ..stabilize import needs_search
+    return needs_search(expr, variables, ACCURATE_MEAN_BITS)
+
+
+def _apply(g, kernel, root, name, expr, leaves, res, names, header, mapping, direct, notes) -> None:
+    """Record the search result ``res`` of the region at ``root`` (rewrites, float32 widening)."""
+    if res.budget_exhausted:
+        header.append(f"stabilize: {name}: search stopped at its work budget")
+    if res.acceptance:
+        header.append(f"stabilize: {name}: {res.acceptance}")
+    records = list(res.records)
+    if res.widen_float32 and (root not in names or not _scalar_cores(kernel)):
+        records.pop()  # only whole scalar-core kernels compute their float32 in float64
+        header.append(f"stabilize: {name}: float32 beyond 2 ulps; float64 evaluation needs scalar cores")
+    elif res.widen_float32:
+        kernel.widen_float32 = True
+    if not records:
+        return
+    if res.expr != expr:
+        new = from_sympy(g, res.expr, leaves)
+        if root in g.ancestors([new]):  # e.g. a regime that keeps the derived form on one branch
+            if root not in names:  # consumers cannot be rewired to a form that contains the node itself
+                header.append(f"stabilize: {name}: rewrite keeps the derived form inside; not applied")
+                return
+            direct[root] = new
+        else:
+            mapping[root] = new
+    kernel.rewrites += [(name, r) for r in records]
+    lines = [f"rewrite {r.one_line()}" for r in records]
+    notes.setdefault(mapping.get(root, direct.get(root, root)), []).extend(lines)
+    header += [f"{name}: {line}" for line in lines]
 
 
 def _scalar_cores(kernel: KernelDef) -> bool:

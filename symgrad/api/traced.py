@@ -168,13 +168,19 @@ class Traced:
         fresh, kernel, header = self._kernel(kind, argnums, stabilize)
         return emit_module(fresh.graph, [kernel], header)
 
-    def rewrites(self, kind: str = "grad", argnums=0) -> list:
+    def rewrites(self, kind: str = "grad", argnums=0) -> "Rewrites":
         """Stable rewrites chosen for ``kind``: a list of ``(output name, RewriteRecord)``.
 
         Each record gives the expression before and after, bits of error before and after
-        in float64 and float32 (mean, max), and the regime (branch condition) if any.
+        in float64 and float32 (mean, max), and the regime (branch condition) if any.  The
+        list's ``cpu_s`` is the stabiliser's CPU time for the whole program (seconds, within
+        the ``$SYMGRAD_STABILIZE_BUDGET`` budget) and ``notes`` its summary lines.
         """
-        return list(self._kernel(kind, argnums, True)[1].rewrites)
+        _, kernel, header = self._kernel(kind, argnums, True)
+        notes = [h.removeprefix("stabilize: ") for h in header if h.startswith("stabilize: ")]
+        if kernel.stabilize_cpu_s is not None:
+            notes.insert(0, f"{kernel.stabilize_cpu_s:.2f} s CPU spent")
+        return Rewrites(kernel.rewrites, kernel.stabilize_cpu_s, notes)
 
     # -- display -------------------------------------------------------------------------
     def __str__(self) -> str:
@@ -228,6 +234,16 @@ class Traced:
             return []
         names = [n for k in range(len(self.args)) for n in [self.program.arg_names[j] for j in self._wrt(k)]]
         return list(zip(names, grads))
+
+
+class Rewrites(list):
+    """A list of ``(output name, RewriteRecord)`` with the stabiliser's CPU seconds for the
+    program (``cpu_s``) and its notes (``notes``: budget, regions not searched)."""
+
+    def __init__(self, items, cpu_s: float | None, notes: list[str]):
+        super().__init__(items)
+        self.cpu_s = cpu_s
+        self.notes = notes
 
 
 def trace(fun, *example_args, signature: str | None = None) -> Traced:

@@ -164,8 +164,8 @@ def add_derive_options(p: argparse.ArgumentParser, order: bool = True) -> None:
     p.add_argument("--no-stabilize", action="store_true",
                    help="skip the numerical stabiliser (faster; prints the derivatives as derived)")
     p.add_argument("--no-simplify", action="store_true", help="do not run sympy.simplify on the closed forms")
-    p.add_argument("--budget", type=float, default=2.0, metavar="SECONDS",
-                   help="time budget of the stabiliser's search per output (default 2)")
+    p.add_argument("--budget", type=float, default=1.0, metavar="SECONDS",
+                   help="the stabiliser's CPU-time budget for the whole function (default 1)")
     p.add_argument("--show-code", action="store_true", help="also print the generated Numba module")
 
 

@@ -85,8 +85,8 @@ def register(sub) -> None:
                    help="kernel dtypes (default float64,float32); other inputs are converted")
     add_shape_options(p)
     p.add_argument("--no-stabilize", action="store_true", help="skip the numerical stabiliser")
-    p.add_argument("--budget", type=float, default=2.0, metavar="SECONDS",
-                   help="stabiliser search budget per output (default 2)")
+    p.add_argument("--budget", type=float, default=1.0, metavar="SECONDS",
+                   help="the stabiliser's CPU-time budget per compiled function (default 1)")
     p.add_argument("--shared", action="store_true",
                    help="compile ahead of time (numba.pycc) into an extension; OUT.py then needs numpy only")
     p.set_defaults(func=run)

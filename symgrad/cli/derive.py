@@ -116,6 +116,7 @@ def derive(fn, kind: str, *, wrt: str | None = None, signature: str | None = Non
             from ..api.stabilize_pass import stabilize_kernel
 
             header = stabilize_kernel(g, kernel, budget_s=budget)
+            header.insert(0, f"stabilize: {kernel.stabilize_cpu_s:.2f} s CPU spent (budget {budget:g} s)")
     rewrites, notes = _parse_header(header)
     env = {a.node: _symbols(a.name, a.shape) for a in kernel.args}
     extra = [(a.name, _to_sympy(env[a.node])) for a in kernel.args if a.node not in p.inputs]

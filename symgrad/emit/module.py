@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..ir.graph import Graph
+from .chunk import chunk_size, split_body
 from .names import DTYPES, SUFFIX, check_names, comment_lines, const_name, docstring, spec_name
 from .prelude import helper_source, helpers_used
 from .printer import KernelIO, array_constants, print_body
@@ -42,6 +43,7 @@ class KernelDef:
     parallel: bool = False
     rewrites: list = field(default_factory=list)  # (output name, RewriteRecord) applied by the stabiliser
     widen_float32: bool = False  # float32 core computes in float64 and rounds once (scalar cores only)
+    stabilize_cpu_s: float | None = None  # CPU seconds the stabiliser spent on this kernel (None: not run)
 
 
 def _encode(arr: np.ndarray) -> str:
@@ -54,8 +56,15 @@ def _indent(lines, n=1):
     return [pad + line if line else line for line in lines]
 
 
-def emit_kernel(g: Graph, k: KernelDef, dtypes=DTYPES) -> tuple[list[str], list[str]]:
-    """(module-level constant lines, function lines) for kernel ``k``."""
+def emit_kernel(g: Graph, k: KernelDef, dtypes=DTYPES, max_ops: int | None = None
+                ) -> tuple[list[str], list[str]]:
+    """(module-level constant lines, function lines) for kernel ``k``.
+
+    A body of more than ``max_ops`` operations (default :func:`.chunk.chunk_size`) is split
+    into part functions called in sequence, so that Numba's compile time stays linear in
+    the program size (see :mod:`.chunk`).
+    """
+    max_ops = chunk_size() if max_ops is None else max_ops
     consts = array_constants(g, [o.node for o in k.outputs])
     cnames = {nid: f"_c{i}" for i, nid in enumerate(consts)}
     const_lines = [f"{const_name(k.name, i)} = {_encode(g.consts[nid])}" for i, nid in enumerate(consts)]
@@ -72,6 +81,14 @@ def emit_kernel(g: Graph, k: KernelDef, dtypes=DTYPES) -> tuple[list[str], list[
         widen = dtype == "float32" and k.widen_float32 and not arr_outs and all(a.shape == () for a in k.args)
         body = print_body(g, k.args, k.outputs, "float64" if widen else dtype, cnames, k.comments)
         doc = f"{k.doc} ({dtype} core, computed in float64 and rounded once)." if widen else f"{k.doc} ({dtype} core)."
+        parts, body = split_body(body, arg_names + list(cnames.values()) + arr_outs, sca_outs,
+                                 f"{k.name}_{sfx}_part", max_ops)
+        for i, (pname, pargs, pret, pbody) in enumerate(parts):
+            lines += ["", "", JIT, f"def {pname}({', '.join(pargs)}):",
+                      f"    {docstring(f'Part {i + 1} of {len(parts)} of {k.name}_{sfx} (straight-line code split for compile time).')}"]
+            lines += _indent(pbody)
+            if pret:
+                lines.append(f"    return {', '.join(pret)}")
         lines += ["", "", JIT, f"def {k.name}_{sfx}({params}):", f"    {docstring(doc)}"]
         if widen:  # float32 in, float32 out, float64 in between (see symgrad.stabilize.widen)
             lines += [f"    {a} = np.float64({a})" for a in arg_names]
@@ -183,13 +200,14 @@ def _float64_entry(core, n_args):
 
 
 def emit_module(g: Graph, kernels: list[KernelDef], header: list[str],
-                runtime_import: str = RUNTIME_IMPORT, dtypes=DTYPES) -> str:
-    """The full source text of a module defining ``kernels`` for each of ``dtypes``."""
+                runtime_import: str = RUNTIME_IMPORT, dtypes=DTYPES, max_ops: int | None = None) -> str:
+    """The full source text of a module defining ``kernels`` for each of ``dtypes`` (bodies of
+    more than ``max_ops`` operations split into parts, see :func:`emit_kernel`)."""
     const_lines: list[str] = []
     func_lines: list[str] = []
     wrapper_lines: list[str] = []
     for k in kernels:
-        c, f = emit_kernel(g, k, dtypes)
+        c, f = emit_kernel(g, k, dtypes, max_ops)
         const_lines += c
         func_lines += f
         wrapper_lines += emit_wrapper(k, len(c), dtypes)

@@ -97,6 +97,7 @@ class _Body:
         self.inline: dict[int, bool] = {}  # node -> rendered inside its consumer
         self.lines: list[str] = []
         self.loop_count = 0
+        self.scatter_sums: dict[int, list[int]] = {}  # add chain -> its scatters (see scatter_sums)
 
     # -- rendering an expression tree ------------------------------------------------
     def render(self, nid: int, shape: tuple | None) -> tuple[str, int]:
@@ -151,6 +152,9 @@ class _Body:
         g, node = self.g, self.g[nid]
         op = REGISTRY.get(node.op)
         self.lines += _comment_lines(self.comments, nid)
+        if nid in self.scatter_sums:
+            self._scatter_sum(nid, target, is_output_array)
+            return
         if op is not None and op.statement:
             items = [_wrap(self.render(a, None), ATOM) for a in node.args]
             body = op.emit(self.ctx, node, items)
@@ -173,6 +177,25 @@ class _Body:
             self.write_output(target, nid, text)
         else:
             self.lines.append(f"{target} = {text}")
+
+    def _scatter_sum(self, nid: int, target: str, is_output_array: bool) -> None:
+        """``s1 + s2 + ... + sk`` of scatters into zeros as one array of zeros and ``+=`` per
+        scatter, in the chain's order (the same additions on the same operands as the
+        element loop over k arrays, without allocating them: a reverse sweep over
+        ``p[0], ..., p[n-1]`` would otherwise add n arrays of length n)."""
+        node = self.g[nid]
+        if is_output_array:
+            self.copy(target, self.ctx.literal(0.0), node.shape, scalar=True)
+        else:
+            self.lines.append(f"{target} = np.zeros({node.shape!r}, dtype={self.ctx.dtype_expr})")
+        for sid in self.scatter_sums[nid]:
+            scatter = self.g[sid]
+            value = _wrap(self.render(scatter.args[0], None), ATOM)
+            lines = REGISTRY["scatter"].emit(self.ctx, scatter, [value])[1:]  # without the zeros line
+            head, _, rhs = lines[-1].partition("] = ")
+            lines[-1] = f"{head}] += {rhs}"
+            self.lines += _comment_lines(self.comments, sid)
+            self.lines += [line.replace("{out}", target) for line in lines]
 
     def write_output(self, target: str, nid: int, text: str) -> None:
         """Store node ``nid`` (printed as ``text``) into output array ``target``."""
@@ -234,9 +257,11 @@ def print_body(g: Graph, args: list[KernelIO], outputs: list[KernelIO], dtype: s
         first_out.setdefault(o.node, o)
     new_temp = body.new_temp
     depth: dict[int, int] = {}  # nesting depth of the expression a node prints as, when inlined
+    sums, absorbed = scatter_sums(g, order, uses)
+    body.scatter_sums = sums
     for nid in order:
         node = g[nid]
-        if nid in body.names or node.op in ("const", "bconst"):
+        if nid in body.names or node.op in ("const", "bconst") or nid in absorbed:
             continue
         op = REGISTRY[node.op]
         if nid in out_nodes:
@@ -245,6 +270,12 @@ def print_body(g: Graph, args: list[KernelIO], outputs: list[KernelIO], dtype: s
                 body.assign(nid, o.name, is_output_array=o.shape != ())
                 body.names[nid] = o.name
                 continue
+        if nid in sums:
+            name = new_temp()
+            body.assign(nid, name)
+            body.names[nid] = name
+            depth[nid] = 0
+            continue
         depth[nid] = 1 + max((depth.get(a, 0) for a in node.args), default=0)
         if depth[nid] < _INLINE_MAX_DEPTH and _can_inline(g, nid, op, uses, consumer, comments):
             continue
@@ -261,6 +292,45 @@ def print_body(g: Graph, args: list[KernelIO], outputs: list[KernelIO], dtype: s
         else:
             body.write_output(o.name, o.node, text)
     return body.lines
+
+
+def scatter_sums(g: Graph, order: list[int], uses: dict[int, int]) -> tuple[dict[int, list[int]], set[int]]:
+    """Left-nested sums of two or more single-use scatters, ``((s1 + s2) + s3) + ...``.
+
+    Returns ``({root add: [s1, s2, ...]}, ids printed inside their root)``.  Only chains
+    whose every term is a scatter without batch broadcasting qualify (same shape as the
+    sum), and every inner add must be used once, so no value is lost by not naming it.
+    """
+    sums: dict[int, list[int]] = {}
+    absorbed: set[int] = set()
+
+    def is_scatter(a: int, shape) -> bool:
+        return g[a].op == "scatter" and uses.get(a, 0) == 1 and g[a].shape == shape
+
+    for nid in reversed(order):
+        node = g[nid]
+        if nid in absorbed or node.op != "add" or node.shape == () or len(node.args) != 2:
+            continue
+        terms, cur, inner = [], nid, []
+        while True:
+            left, right = g[cur].args
+            if not is_scatter(right, node.shape):
+                break
+            terms.append(right)
+            if is_scatter(left, node.shape):
+                terms.append(left)
+                cur = None
+                break
+            if not (g[left].op == "add" and len(g[left].args) == 2 and uses.get(left, 0) == 1
+                    and g[left].shape == node.shape):
+                break
+            inner.append(left)
+            cur = left
+        if cur is None and len(terms) >= 2:
+            sums[nid] = terms[::-1]
+            absorbed.update(terms)
+            absorbed.update(inner)
+    return sums, absorbed
 
 
 def _can_inline(g: Graph, nid: int, op, uses, consumer, comments) -> bool:

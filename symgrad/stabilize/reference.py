@@ -22,6 +22,7 @@ import sympy as sp
 
 from symgrad.ir.ops import sympy_functions, sympy_relations
 
+from .budget import check_deadline
 from .numeric import _once_per_env
 
 __all__ = ["compile_mpmath", "round_to", "reference_values", "MAX_PREC"]
@@ -395,6 +396,7 @@ def reference_values(fn, X: np.ndarray, dtype) -> np.ndarray:
     dt = np.dtype(dtype)
     out = np.empty(X.shape[0], dtype=dt)
     for i, row in enumerate(X):
+        check_deadline()  # the program's stabiliser budget (see .budget); no-op outside one
         p = _start_prec(row, dt)
         args = [mpmath.mpf(float(v)) for v in row]
         prev = None
@@ -445,6 +447,7 @@ def exact_value(fn, args, rtol: float = 1e-20):
     """
     p = 128
     while p <= MAX_PREC:
+        check_deadline()
         _LOSS[0] = 0
         with mpmath.workprec(p):
             a = fn(args)

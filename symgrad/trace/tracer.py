@@ -45,15 +45,16 @@ class VariableRead:
         self.var, self.node, self.name = var, node, var.name
 
 
-DEFAULT_MAX_NODES = 5000
+DEFAULT_MAX_NODES = 1_000_000
 
 
 def max_nodes() -> int:
-    """The most graph nodes one trace may build: ``$SYMGRAD_MAX_NODES``, default 5000.
+    """The most graph nodes one trace may build: ``$SYMGRAD_MAX_NODES``, default 10^6.
 
-    A Python loop on traced values is unrolled, one set of nodes per iteration, and the
-    generated straight-line code takes Numba roughly quadratic time to compile (a few thousand
-    nodes already take minutes), so a runaway loop stops here with a TraceError instead.
+    A Python loop on traced values is unrolled, one set of nodes per iteration.  Long
+    straight-line code is compiled in parts of bounded size (:mod:`symgrad.emit.chunk`), so
+    build time grows linearly, but a runaway loop (10^7 iterations) would still take hours:
+    it stops here with a TraceError instead (after about 10 s of tracing at the default).
     """
     text = os.environ.get("SYMGRAD_MAX_NODES", "").strip()
     if not text:
@@ -166,7 +167,7 @@ class TraceContext:
             f"the traced program grew past {self.max_nodes} graph nodes (the limit set by $SYMGRAD_MAX_NODES)",
             "a Python loop on traced values is unrolled into one set of operations per iteration; a program "
             "this large takes Numba minutes to compile", "vectorise the loop with array operations (slicing, "
-            "np.sum, @, np.where), or raise the limit: SYMGRAD_MAX_NODES=50000", user_location(3)))
+            f"np.sum, @, np.where), or raise the limit: SYMGRAD_MAX_NODES={10 * self.max_nodes}", user_location(3)))
 
 
 def to_node(ctx: TraceContext, value) -> int:

@@ -1,0 +1,51 @@
+"""The stabiliser's hard CPU-time deadline for a whole program.
+
+:func:`symgrad.api.stabilize_pass.stabilize_kernel` gives every program one budget of CPU
+seconds (``time.process_time``, so other processes' load does not change it).  Inside
+``with hard_deadline(t):`` the expensive loops (the per-point reference evaluation, the
+triage) call :func:`check_deadline`, which raises :class:`StabilizeBudgetExceeded` once
+the CPU clock passes ``t``; the pass catches it and keeps the derived forms of whatever
+was not searched.
+"""
+from __future__ import annotations
+
+import threading
+import time
+
+__all__ = ["StabilizeBudgetExceeded", "hard_deadline", "check_deadline"]
+
+
+class StabilizeBudgetExceeded(RuntimeError):
+    """The program's stabiliser budget (CPU seconds) was spent; the search stopped."""
+
+
+_LOCAL = threading.local()  # per thread: programs may be compiled from several threads at once
+
+
+def _current():
+    return getattr(_LOCAL, "t", None)
+
+
+class hard_deadline:
+    """Context: :func:`check_deadline` raises :class:`StabilizeBudgetExceeded` past CPU time ``t``
+    (``time.process_time()``); ``None`` removes the bound.  Nested deadlines keep the earlier."""
+
+    def __init__(self, t: float | None):
+        self.t = t
+
+    def __enter__(self):
+        self.saved = _current()
+        if self.t is not None and (self.saved is None or self.t < self.saved):
+            _LOCAL.t = self.t
+        return self
+
+    def __exit__(self, *exc):
+        _LOCAL.t = self.saved
+        return False
+
+
+def check_deadline() -> None:
+    """Raise :class:`StabilizeBudgetExceeded` if the current hard deadline has passed."""
+    t = _current()
+    if t is not None and time.process_time() > t:
+        raise StabilizeBudgetExceeded("the stabiliser's program budget is spent")

@@ -1,0 +1,131 @@
+"""Build time at any size (issue 15): the stabiliser's program budget, its shared triage,
+chunked emission and the fused scatter sums of scalar-loop gradients.
+
+Speed itself is measured in benchmarks/bench_buildtime.py (BENCHMARKS.md), never here: these
+tests check the budget through the CPU time the stabiliser reports, and values against
+independent references (a hand-written gradient, float64 and mpmath).
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+import sympy as sp
+
+import symgrad as sg
+from symgrad.api.build import build_kernel
+from symgrad.api.stabilize_pass import DEFAULT_BUDGET_S
+from symgrad.compile.cache import cache_key, load_module
+from symgrad.emit.chunk import split_body
+from symgrad.emit.module import emit_module
+from symgrad.stabilize.budget import StabilizeBudgetExceeded, hard_deadline
+from symgrad.stabilize.triage import triage
+from symgrad.trace.trace import trace_program
+
+
+def make_mlp(H, D, seed=0):
+    """The issue's scalar-loop MLP loss over a flat parameter vector, and its gradient by hand."""
+    rng = np.random.default_rng(seed)
+    xd, yd = rng.standard_normal(D), 0.3
+
+    def mlp_loss(p):
+        out = 0.0
+        for h in range(H):
+            a = p[H * D + h]
+            for d in range(D):
+                a = a + p[h * D + d] * xd[d]
+            out = out + p[H * D + H + h] * np.tanh(a)
+        r = out - yd
+        return r * r
+
+    def grad_ref(p):
+        W, b, v = p[:H * D].reshape(H, D), p[H * D:H * D + H], p[H * D + H:]
+        t = np.tanh(W @ xd + b)
+        r = v @ t - yd
+        da = 2 * r * v * (1 - t * t)
+        return np.concatenate([np.outer(da, xd).ravel(), da, 2 * r * t])
+
+    return mlp_loss, grad_ref, H * D + 2 * H
+
+
+def test_mlp_stabiliser_stays_within_its_program_budget():
+    """At (4, 4) the 25 outputs used to cost ~60 s of mpmath references (2 s cap per expression,
+    sampling outside it); the whole program now gets one CPU budget, sampling included."""
+    loss, _, n = make_mlp(4, 4)
+    rw = sg.trace(loss, np.zeros(n), signature="(n)->()").rewrites()
+    assert rw.cpu_s is not None
+    assert rw.cpu_s <= DEFAULT_BUDGET_S + 0.5  # one reference point past the deadline at most
+    assert any("program budget" in note for note in rw.notes) and "s CPU spent" in rw.notes[0], rw.notes
+    assert any("region(s) triaged" in note for note in rw.notes), rw.notes
+
+
+def test_budget_of_zero_searches_nothing_and_keeps_values():
+    """A spent budget keeps the derived forms: the values are the unstabilised kernel's."""
+    f = lambda x: np.log(1 + np.exp(x))  # noqa: E731
+    x = np.array([-3.0, 0.5, 20.0])
+    got = sg.grad(f, stabilize=1e-9)(x)
+    np.testing.assert_allclose(got, 1 / (1 + np.exp(-x)), rtol=1e-15)
+    rw = sg.trace(f, 0.0).rewrites()  # the default budget still finds the stable form
+    assert rw, rw.notes
+
+
+def test_triage_flags_only_inaccurate_expressions():
+    x, y = sp.symbols("x y", real=True)
+    exprs = [sp.log(1 + sp.exp(x)), x * y, sp.exp(x) - 1, x + y]
+    res = triage(exprs, [[x], [x, y], [x], [x, y]])
+    assert res.needs_search == [True, False, True, False]
+    assert res.mean_bits[0] > res.mean_bits[1]
+
+
+def test_triage_raises_past_the_hard_deadline():
+    x = sp.Symbol("x", real=True)
+    with hard_deadline(time.process_time() - 1.0), pytest.raises(StabilizeBudgetExceeded):
+        triage([sp.log(1 + sp.exp(x))], [[x]])
+
+
+def test_split_body_passes_live_values():
+    lines = ["t0 = x + 1.0", "# a comment", "t1 = t0 * 2.0", "for _i0 in range(3):",
+             "    out[_i0] = t1 + _i0", "t2 = t0 - t1", "y = t2 * t0"]
+    parts, calls = split_body(lines, ["x", "out"], ["y"], "k_part", 4)  # 2 + 2 | 4 | 2 + 2 operations
+    assert [p[0] for p in parts] == ["k_part0", "k_part1", "k_part2"]
+    assert parts[0][1:3] == (["x"], ["t0", "t1"])
+    assert parts[1][1:3] == (["out", "t1"], [])
+    assert parts[2][1:3] == (["t0", "t1"], ["y"])
+    assert calls == ["t0, t1 = k_part0(x)", "k_part1(out, t1)", "y = k_part2(t0, t1)"]
+    assert split_body(lines, ["x", "out"], ["y"], "k_part", 12) == ([], lines)
+    assert len(split_body(lines, ["x", "out"], ["y"], "k_part", 11)[0]) == 2
+
+
+def _module(fn, args, max_ops, tag):
+    p = trace_program(fn, args, [np.shape(a) for a in args])
+    built = build_kernel(p, "grad", [0])
+    src = emit_module(p.graph, [built.kernel], [], max_ops=max_ops)
+    key = cache_key(p.fingerprint(), "test-buildtime", tag)
+    return getattr(load_module(built.kernel.name, key, src), built.kernel.name), src
+
+
+def test_chunked_kernel_is_bit_identical_to_the_whole_one():
+    loss, grad_ref, n = make_mlp(2, 3, seed=1)
+    rng = np.random.default_rng(2)
+    p = rng.standard_normal(n)
+    whole, src_whole = _module(loss, (p,), 10**6, "whole")
+    split, src_split = _module(loss, (p,), 3, "split")
+    assert "_part" not in src_whole and "_f64_part0(" in src_split
+    P = rng.standard_normal((4, n)) * np.array([1.0, 10.0, 1e-3, 300.0])[:, None]
+    a, b = whole(P), split(P)
+    assert a.tobytes() == b.tobytes()
+    np.testing.assert_allclose(a[0], grad_ref(P[0]), rtol=1e-12, atol=1e-14)
+    a32, b32 = whole(P.astype(np.float32)), split(P.astype(np.float32))
+    assert a32.dtype == np.float32 and a32.tobytes() == b32.tobytes()
+
+
+def test_scalar_loop_gradient_is_one_array_not_a_sum_of_scatters():
+    """d/dp of sum_k f(p[k]) used to add n arrays of length n (one scatter per p[k])."""
+    loss, grad_ref, n = make_mlp(3, 2, seed=3)
+    g = sg.grad(loss, signature="(n)->()", stabilize=False)
+    p = np.random.default_rng(4).standard_normal(n)
+    np.testing.assert_allclose(g(p), grad_ref(p), rtol=1e-12, atol=1e-14)
+    src = g.source(p)
+    core = src[src.index("def mlp_loss_grad_f64("):src.index("def mlp_loss_grad_f64_batch")]
+    assert core.count("np.zeros") == 0 and core.count("+= ") == n
