@@ -189,11 +189,21 @@ def _build_jacobian(k: KernelPlan) -> str:
 
 
 def _build_hessian(k: KernelPlan) -> str:
-    g, y = k.p.graph, scalar_output(k.p, "hessian")
-    for an, row, a in zip(k.xnames, hessian_nodes(g, y, k.xs), k.xs):
+    """Second derivatives, shape ``out + a + b`` per pair of differentiated leaves (``jax.hessian``):
+    forward over reverse for a scalar output, the Jacobian of the Jacobian for an array output."""
+    g, p = k.p.graph, k.p
+    if len(p.outputs) != 1:
+        scalar_output(p, "hessian")  # raises: JAX's hessian of several outputs is not supported here
+    y = p.outputs[0]
+    if g.shape(y) == ():
+        blocks = hessian_nodes(g, y, k.xs)
+    else:
+        (first,) = jacobian_nodes(g, k.xs, [y])
+        blocks = jacobian_nodes(g, k.xs, first)  # [a][b]: d/db of dy/da
+    for an, row, a in zip(k.xnames, blocks, k.xs):
         for bn, h, b in zip(k.xnames, row, k.xs):
-            k.out(k.fresh(f"d2_out_d_{an}_d_{bn}"), h, g.shape(a) + g.shape(b))
-    return f"Hessian of {k.p.name} w.r.t. ({', '.join(k.xnames)})"
+            k.out(k.fresh(f"d2_out_d_{an}_d_{bn}"), h, g.shape(y) + g.shape(a) + g.shape(b))
+    return f"Hessian of {p.name} w.r.t. ({', '.join(k.xnames)})"
 
 
 def _build_hvp(k: KernelPlan) -> str:
