@@ -12,13 +12,16 @@ import pytest
 from .example_runner import ROOT, TIMEOUT, run_example
 
 EXAMPLES = sorted((ROOT / "examples").glob("*.py"))
+# real-size models whose compiled Jacobian takes minutes to build: run with python -m pytest -m slow
+SLOW = {"grimech.py"}
 
 
 def test_examples_found():
     assert EXAMPLES, "examples/ has no scripts"
 
 
-@pytest.mark.parametrize("script", EXAMPLES, ids=[p.name for p in EXAMPLES])
+@pytest.mark.parametrize("script", [pytest.param(p, marks=pytest.mark.slow) if p.name in SLOW else p
+                                    for p in EXAMPLES], ids=[p.name for p in EXAMPLES])
 def test_example_runs(script):
     r = run_example(script)
     if isinstance(r, subprocess.TimeoutExpired):  # a timeout is a failure, not a skip
