@@ -305,8 +305,7 @@ def _apply(g, kernel, root, name, expr, leaves, res, names, header, mapping, dir
             mapping[root] = new
     kernel.rewrites += [(name, r) for r in records]
     lines = [f"rewrite {r.one_line()}" for r in records]
-    notes.setdefault(mapping.get(root, direct.get(root, root)), []).extend(lines)
-    header += [f"{name}: {line}" for line in lines]
+    notes.setdefault(mapping.get(root, direct.get(root, root)), []).extend(lines)  # printed at the statement
 
 
 def _scalar_cores(kernel: KernelDef) -> bool:
