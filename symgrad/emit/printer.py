@@ -14,6 +14,7 @@ get parentheses by precedence and are never re-associated.
 """
 from __future__ import annotations
 
+import linecache
 from dataclasses import dataclass, field
 
 from ..ir.graph import Graph, Node
@@ -98,6 +99,8 @@ class _Body:
         self.lines: list[str] = []
         self.loop_count = 0
         self.scatter_sums: dict[int, list[int]] = {}  # add chain -> its scatters (see scatter_sums)
+        self.group = None  # (file, line) of the statements being printed, "gradient", or None
+        self.several_lines = False  # the kernel prints statements traced from more than one user line
 
     # -- rendering an expression tree ------------------------------------------------
     def render(self, nid: int, shape: tuple | None) -> tuple[str, int]:
@@ -151,6 +154,7 @@ class _Body:
         """Emit statements computing ``nid`` into ``target`` (a new name or an output array)."""
         g, node = self.g, self.g[nid]
         op = REGISTRY.get(node.op)
+        self.source_line(nid)
         self.lines += _comment_lines(self.comments, nid)
         if nid in self.scatter_sums:
             self._scatter_sum(nid, target, is_output_array)
@@ -177,6 +181,20 @@ class _Body:
             self.write_output(target, nid, text)
         else:
             self.lines.append(f"{target} = {text}")
+
+    def source_line(self, nid: int) -> None:
+        """``# line N: <source>`` above the first statement of each group traced from one user line;
+        ``# gradient`` above statements the transforms added after such a group (when the kernel
+        has statements from several lines; from one line, they all derive from that line)."""
+        loc = self.g.lines.get(nid)
+        if loc == self.group or (loc is None and (self.group in (None, "gradient") or not self.several_lines)):
+            return
+        self.group = loc if loc is not None else "gradient"
+        if loc is None:
+            self.lines.append("# gradient")
+            return
+        text = linecache.getline(loc[0], loc[1]).strip()
+        self.lines += comment_lines(f"line {loc[1]}: {text}" if text else f"line {loc[1]} of {loc[0]}")
 
     def _scatter_sum(self, nid: int, target: str, is_output_array: bool) -> None:
         """``s1 + s2 + ... + sk`` of scatters into zeros as one array of zeros and ``+=`` per
@@ -258,6 +276,7 @@ def print_body(g: Graph, args: list[KernelIO], outputs: list[KernelIO], dtype: s
     new_temp = body.new_temp
     depth: dict[int, int] = {}  # nesting depth of the expression a node prints as, when inlined
     sums, absorbed = scatter_sums(g, order, uses)
+    body.several_lines = len({g.lines.get(n) for n in order} - {None}) > 1
     body.scatter_sums = sums
     for nid in order:
         node = g[nid]
