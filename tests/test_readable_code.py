@@ -35,15 +35,16 @@ def test_source_line_comment_cites_the_user_function():
     assert f"# line {line}: return np.log(np.exp(x) + np.exp(y))" in src, src
 
 
+def _assert_comment_temporaries_in_code(src):
+    """Every temporary a generated comment names is assigned in the code (user source lines aside)."""
+    assigned = set(re.findall(r"^\s*(t\d+) = ", src, re.M))
+    for comment in (line.strip() for line in src.splitlines() if line.lstrip().startswith("#")):
+        if not comment.startswith("# line "):
+            assert set(re.findall(r"\bt\d+\b", comment)) <= assigned, (comment, src)
+
+
 def test_comment_temporaries_exist_in_code():
-    src = _source()
-    code = "\n".join(line for line in src.splitlines() if not line.lstrip().startswith("#"))
-    defined = set(re.findall(r"\b(t\d+)\b", code))
-    for comment in (line for line in src.splitlines() if line.lstrip().startswith("#")):
-        named = set(re.findall(r"\b(t\d+)\b", comment.split(":", 1)[-1] if "# line " in comment else comment))
-        if "# line " in comment:
-            continue  # user source text
-        assert named <= defined, (comment, src)
+    _assert_comment_temporaries_in_code(_source())
 
 
 def test_no_unused_imports_or_helpers():
@@ -75,6 +76,8 @@ def test_rosenbrock_comments_name_code_temporaries():
         return np.sum(100.0 * (x[1:] - x[:-1] ** 2) ** 2 + (1.0 - x[:-1]) ** 2)
 
     src = sg.trace(rosen, np.zeros(4), signature="(n)->()").source("grad")
+    assert "rewrite " in src and "intermediate" not in src, src  # the stabiliser rewrites intermediates
+    _assert_comment_temporaries_in_code(src)
     assert "_FLOAT64_ENTRIES" not in src and "_use_float64_entries" not in src
     line = rosen.__code__.co_firstlineno + 1
     assert f"# line {line}:" in src, src

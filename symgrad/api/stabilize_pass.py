@@ -6,17 +6,19 @@ non-elementwise nodes (sums, contractions, indexing), which become the
 region's free symbols.  The region is converted to one scalar SymPy
 expression (elementwise ops act the same on every array element), handed to
 :func:`symgrad.stabilize.stabilize`, and a better expression is built back into
-the graph.  Each accepted rewrite becomes a comment above the statement it
-changed and a line in the module header.
+the graph.  Each accepted rewrite becomes one comment above the statement it
+changed, naming the region's leaves as the code names them (see :func:`node_refs`).
 """
 from __future__ import annotations
 
 import os
+import re
 import time
 
 import sympy as sp
 
 from ..emit.module import KernelDef
+from ..emit.names import NODE_REF
 from ..ir.from_sympy import from_sympy
 from ..ir.graph import Graph
 from ..ir.interpret import sympy_number
@@ -180,7 +182,7 @@ def _candidates(g: Graph, roots: list[int], names: dict, header: list[str], dead
     """(root, name, expr, leaves) of every searchable region; notes the others in ``header``."""
     out, big = [], []
     for root in roots:
-        name = names.get(root, f"t{root} (intermediate)")
+        name = names.get(root, f"an intermediate (graph node {root})")
         if _region_size(g, root, MAX_REGION_NODES) > MAX_REGION_NODES:
             big.append(name)
             continue
@@ -271,6 +273,7 @@ def stabilize_kernel(g: Graph, kernel: KernelDef, budget_s: float | None = None)
             out.node = memo[direct.get(out.node, out.node)]
         for nid, lines in notes.items():
             new = memo.get(nid, nid)
+            lines = [node_refs(line, memo) for line in lines]
             kernel.comments[new] = "\n".join(filter(None, [kernel.comments.get(new), *lines]))
     return header
 
@@ -280,16 +283,33 @@ def _needs_search(expr, variables) -> bool:
     return needs_search(expr, variables, ACCURATE_MEAN_BITS)
 
 
+def node_refs(text: str, memo: dict | None = None) -> str:
+    """``text`` with each region leaf ``t<node id>`` (see :func:`_region_expr`) replaced by
+    :data:`symgrad.emit.names.NODE_REF` marks, which the printer turns into the names the
+    code uses (graph ids mean nothing to a reader).  Input leaves keep their own names,
+    which are never ``t<digits>`` (see :func:`symgrad.emit.names.check_names`)."""
+    memo = memo or {}
+    return re.sub(r"\bt(\d+)\b", lambda m: NODE_REF.format(memo.get(int(m.group(1)), int(m.group(1)))), text)
+
+
 def _apply(g, kernel, root, name, expr, leaves, res, names, header, mapping, direct, notes) -> None:
-    """Record the search result ``res`` of the region at ``root`` (rewrites, float32 widening)."""
+    """Record the search result ``res`` of the region at ``root`` (rewrites, float32 widening).
+
+    Notes on an output go in the header; notes on an intermediate go above its statement."""
+    def say(text: str) -> None:
+        if root in names:
+            header.append(f"stabilize: {name}: {text}")
+        else:
+            notes.setdefault(root, []).append(f"stabilize: {text}")
+
     if res.budget_exhausted:
-        header.append(f"stabilize: {name}: search stopped at its work budget")
+        say("search stopped at its work budget")
     if res.acceptance:
-        header.append(f"stabilize: {name}: {res.acceptance}")
+        say(res.acceptance)
     records = list(res.records)
     if res.widen_float32 and (root not in names or not _scalar_cores(kernel)):
         records.pop()  # only whole scalar-core kernels compute their float32 in float64
-        header.append(f"stabilize: {name}: float32 beyond 2 ulps; float64 evaluation needs scalar cores")
+        say("float32 beyond 2 ulps; float64 evaluation needs scalar cores")
     elif res.widen_float32:
         kernel.widen_float32 = True
     if not records:
@@ -298,7 +318,7 @@ def _apply(g, kernel, root, name, expr, leaves, res, names, header, mapping, dir
         new = from_sympy(g, res.expr, leaves)
         if root in g.ancestors([new]):  # e.g. a regime that keeps the derived form on one branch
             if root not in names:  # consumers cannot be rewired to a form that contains the node itself
-                header.append(f"stabilize: {name}: rewrite keeps the derived form inside; not applied")
+                say("rewrite keeps the derived form inside; not applied")
                 return
             direct[root] = new
         else:

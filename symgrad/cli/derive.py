@@ -117,7 +117,8 @@ def derive(fn, kind: str, *, wrt: str | None = None, signature: str | None = Non
 
             header = stabilize_kernel(g, kernel, budget_s=budget)
             header.insert(0, f"stabilize: {kernel.stabilize_cpu_s:.2f} s CPU spent (budget {budget:g} s)")
-    rewrites, notes = _parse_header(header)
+    # rewrites are printed at their statements in the code, not in its header: list them from the kernel
+    rewrites, notes = _parse_header(header + [f"{name}: rewrite {r.one_line()}" for name, r in kernel.rewrites])
     env = {a.node: _symbols(a.name, a.shape) for a in kernel.args}
     extra = [(a.name, _to_sympy(env[a.node])) for a in kernel.args if a.node not in p.inputs]
 

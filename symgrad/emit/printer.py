@@ -15,11 +15,12 @@ get parentheses by precedence and are never re-associated.
 from __future__ import annotations
 
 import linecache
+import re
 from dataclasses import dataclass, field
 
 from ..ir.graph import Graph, Node
 from ..ir.ops import REGISTRY
-from .names import TempNamer, comment_lines, float_literal
+from .names import NODE_REF, TempNamer, comment_lines, float_literal
 
 ATOM = 100
 _INLINE_MAX_DEPTH = 24  # deeper inline expressions get a temporary: printing and Python's parser recurse
@@ -77,10 +78,14 @@ def array_constants(g: Graph, outputs: list[int]) -> list[int]:
     return out
 
 
-def _comment_lines(comments, nid) -> list[str]:
+def _comment_lines(comments, nid, name_of=str) -> list[str]:
     if not comments or nid not in comments:
         return []
-    return comment_lines(comments[nid])
+    text = _NODE_REF.sub(lambda m: name_of(int(m.group(1))), comments[nid])
+    return comment_lines(text)
+
+
+_NODE_REF = re.compile(re.escape(NODE_REF).replace(re.escape("{}"), r"(\d+)"))
 
 
 def _wrap(item: tuple[str, int], need: int) -> str:
@@ -155,7 +160,7 @@ class _Body:
         g, node = self.g, self.g[nid]
         op = REGISTRY.get(node.op)
         self.source_line(nid)
-        self.lines += _comment_lines(self.comments, nid)
+        self.lines += _comment_lines(self.comments, nid, self.code_name)
         if nid in self.scatter_sums:
             self._scatter_sum(nid, target, is_output_array)
             return
@@ -181,6 +186,17 @@ class _Body:
             self.write_output(target, nid, text)
         else:
             self.lines.append(f"{target} = {text}")
+
+    def code_name(self, nid: int) -> str:
+        """What the code calls node ``nid`` (for comments): its name, else its printed expression."""
+        if nid in self.names:
+            return self.names[nid]
+        if nid >= len(self.g.nodes):
+            return "?"
+        if self.g[nid].op == "const" and self.g.scalar_value(nid) is not None:  # np.full((3,), 100.0): 100.0
+            return self.ctx.literal(self.g.scalar_value(nid))
+        text, prec = self.render(nid, None)
+        return text if prec >= ATOM else f"({text})"
 
     def source_line(self, nid: int) -> None:
         """``# line N: <source>`` above the first statement of each group traced from one user line;
@@ -212,7 +228,7 @@ class _Body:
             lines = REGISTRY["scatter"].emit(self.ctx, scatter, [value])[1:]  # without the zeros line
             head, _, rhs = lines[-1].partition("] = ")
             lines[-1] = f"{head}] += {rhs}"
-            self.lines += _comment_lines(self.comments, sid)
+            self.lines += _comment_lines(self.comments, sid, self.code_name)
             self.lines += [line.replace("{out}", target) for line in lines]
 
     def write_output(self, target: str, nid: int, text: str) -> None:
