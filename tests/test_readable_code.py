@@ -87,3 +87,49 @@ def test_rosenbrock_comments_name_code_temporaries():
     want[:-1] += -400.0 * x[:-1] * (x[1:] - x[:-1] ** 2) - 2.0 * (1.0 - x[:-1])
     want[1:] += 200.0 * (x[1:] - x[:-1] ** 2)
     np.testing.assert_allclose(g, want, rtol=1e-13)
+
+
+def test_generated_module_binds_float64_entry():
+    g = sg.grad(lse)
+    assert abs(g(0.25, 0.5) - 1.0 / (1.0 + np.exp(0.25))) < 1e-16  # sigmoid(x - y)
+    import sys
+    mods = [m for n, m in sys.modules.items() if n.startswith("symgrad_generated.") and hasattr(m, "lse_grad")]
+    assert mods and all(type(m.lse_grad_f64_entry).__name__ != "CPUDispatcher" for m in mods)
+
+
+def gelu_steps(x):
+    inner = np.sqrt(2.0 / np.pi) * (x + 0.044715 * x ** 3)
+    t = np.tanh(inner)
+    return 0.5 * x * (1.0 + t)
+
+
+def test_cli_formulas_use_the_users_variable_names():
+    import sympy as sp
+
+    from symgrad.cli.derive import derive
+
+    d = derive(gelu_steps, "grad", stabilize=False)
+    assert [name for name, _ in d.definitions] == ["inner", "t"]
+    assert str(d.function) == "x*(t + 1)/2"
+    (out,) = d.outputs
+    assert {s.name for s in out.derived.free_symbols} <= {"x", "inner", "t"} and "t" in str(out.derived)
+    # substituted back, the formula is the derivative of the expanded function (SymPy, independently)
+    x = sp.Symbol("x", real=True)
+    inner = sp.sqrt(2 / sp.pi) * (x + sp.Rational(44715, 10**6) * x ** 3)
+    want = sp.diff(x / 2 * (1 + sp.tanh(inner)), x)
+    subs = {sp.Symbol(n, real=True): v for n, v in d.definitions}
+    got = out.derived
+    for _ in subs:  # later definitions refer to earlier ones
+        got = got.xreplace(subs)
+    got = got.xreplace({s: x for s in got.free_symbols if s.name == "x"})
+    for v in (-3.0, -0.5, 0.1, 2.0):
+        assert abs(float(got.subs(x, v)) - float(want.subs(x, v))) < 1e-12
+
+
+def test_cli_text_prints_named_definitions_once(capsys):
+    from symgrad.cli import main
+
+    assert main(["grad", f"{__file__}:gelu_steps", "--no-stabilize", "--format", "text"]) == 0
+    out = capsys.readouterr().out
+    assert "  where\n    inner = " in out and "\n    t = tanh(inner)" in out, out
+    assert out.count("tanh(") == 1, out
