@@ -283,6 +283,27 @@ def _needs_search(expr, variables) -> bool:
     return needs_search(expr, variables, ACCURATE_MEAN_BITS)
 
 
+COMMENT_EXPR_CHARS = 72  # longer expressions are shortened in code comments (the CLI and .rewrites() give them whole)
+
+
+def _short(text: str) -> str:
+    if len(text) <= COMMENT_EXPR_CHARS:
+        return text
+    half = (COMMENT_EXPR_CHARS - 5) // 2
+    # cut between names, never inside one: a leaf ``t19`` must not become ``t1`` (see node_refs)
+    head, tail = re.sub(r"[\w.]+$", "", text[:half]), re.sub(r"^[\w.]+", "", text[-half:])
+    return f"{head} ... {tail}"
+
+
+def _comment(r) -> str:
+    """One rewrite as a code comment: ``name: before -> after  [bits]  (regime)``, with long
+    expressions shortened to their ends (a regime split shows its conditions, not the branches)."""
+    whole = r.one_line()
+    bits = whole[whole.rindex("  ["):] if "  [" in whole else ""
+    after = "piecewise by regime" if r.regime else _short(str(r.after))
+    return f"{r.name}: {_short(str(r.before))} -> {after}{bits}"
+
+
 def node_refs(text: str, memo: dict | None = None) -> str:
     """``text`` with each region leaf ``t<node id>`` (see :func:`_region_expr`) replaced by
     :data:`symgrad.emit.names.NODE_REF` marks, which the printer turns into the names the
@@ -324,7 +345,7 @@ def _apply(g, kernel, root, name, expr, leaves, res, names, header, mapping, dir
         else:
             mapping[root] = new
     kernel.rewrites += [(name, r) for r in records]
-    lines = [f"rewrite {r.one_line()}" for r in records]
+    lines = [f"rewrite {_comment(r)}" for r in records]
     notes.setdefault(mapping.get(root, direct.get(root, root)), []).extend(lines)  # printed at the statement
 
 

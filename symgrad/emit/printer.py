@@ -105,7 +105,6 @@ class _Body:
         self.loop_count = 0
         self.scatter_sums: dict[int, list[int]] = {}  # add chain -> its scatters (see scatter_sums)
         self.group = None  # (file, line) of the statements being printed, "gradient", or None
-        self.several_lines = False  # the kernel prints statements traced from more than one user line
 
     # -- rendering an expression tree ------------------------------------------------
     def render(self, nid: int, shape: tuple | None) -> tuple[str, int]:
@@ -200,10 +199,9 @@ class _Body:
 
     def source_line(self, nid: int) -> None:
         """``# line N: <source>`` above the first statement of each group traced from one user line;
-        ``# gradient`` above statements the transforms added after such a group (when the kernel
-        has statements from several lines; from one line, they all derive from that line)."""
+        ``# gradient`` above statements the transforms (or the stabiliser) added after such a group."""
         loc = self.g.lines.get(nid)
-        if loc == self.group or (loc is None and (self.group in (None, "gradient") or not self.several_lines)):
+        if loc == self.group or (loc is None and self.group in (None, "gradient")):
             return
         self.group = loc if loc is not None else "gradient"
         if loc is None:
@@ -292,7 +290,6 @@ def print_body(g: Graph, args: list[KernelIO], outputs: list[KernelIO], dtype: s
     new_temp = body.new_temp
     depth: dict[int, int] = {}  # nesting depth of the expression a node prints as, when inlined
     sums, absorbed = scatter_sums(g, order, uses)
-    body.several_lines = len({g.lines.get(n) for n in order} - {None}) > 1
     body.scatter_sums = sums
     for nid in order:
         node = g[nid]
