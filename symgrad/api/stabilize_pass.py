@@ -178,13 +178,17 @@ def rebuild(g: Graph, outputs: list[int], mapping: dict[int, int]) -> dict[int, 
     return memo
 
 
-def _candidates(g: Graph, roots: list[int], names: dict, header: list[str], deadline: float):
-    """(root, name, expr, leaves) of every searchable region; notes the others in ``header``."""
+def _candidates(g: Graph, roots: list[int], names: dict, header: list[str], deadline: float, notes: dict):
+    """(root, name, expr, leaves) of every searchable region; notes the others in ``header`` (outputs)
+    or above their statement (intermediates, which have no name a reader could find in a header)."""
     out, big = [], []
     for root in roots:
         name = names.get(root, f"an intermediate (graph node {root})")
         if _region_size(g, root, MAX_REGION_NODES) > MAX_REGION_NODES:
-            big.append(name)
+            if root in names:
+                big.append(name)
+            else:
+                notes.setdefault(root, []).append(f"stabilize: not searched (region of more than {MAX_REGION_NODES} ops)")
             continue
         if time.process_time() > deadline:
             raise StabilizeBudgetExceeded("budget spent while collecting regions")
@@ -228,7 +232,7 @@ def stabilize_kernel(g: Graph, kernel: KernelDef, budget_s: float | None = None)
     with hard_deadline(deadline):
         cands, tri = [], None
         try:
-            cands = _candidates(g, roots, names, header, deadline)
+            cands = _candidates(g, roots, names, header, deadline, notes)
             tri = triage([c[2] for c in cands], [sorted(c[3], key=lambda s: s.name) for c in cands])
         except NotImplementedError as exc:  # an op the wide evaluator cannot handle: check one by one
             header.append(f"stabilize: shared triage unavailable ({exc}); regions checked one by one")
@@ -252,7 +256,10 @@ def stabilize_kernel(g: Graph, kernel: KernelDef, budget_s: float | None = None)
                 if time.process_time() > deadline:  # a step inside may have skipped work at the deadline
                     raise StabilizeBudgetExceeded(name)
             except NotImplementedError as exc:  # an op the error model cannot sample: keep the derived form
-                header.append(f"stabilize: {name} kept as derived ({exc})")
+                if root in names:
+                    header.append(f"stabilize: {name} kept as derived ({exc})")
+                else:
+                    notes.setdefault(root, []).append(f"stabilize: kept as derived ({exc})")
                 continue
             except StabilizeBudgetExceeded:
                 stopped = rank
