@@ -311,8 +311,6 @@ def build_shared(built: Built, out_path, dtypes=ALL_DTYPES, progress=None) -> li
               "def _decode(data, shape, dtype):",
               '    """A constant array stored in this file as base64 bytes."""',
               "    return np.frombuffer(base64.b64decode(data), dtype=dtype).reshape(shape)", "", "",
-              "_FLOAT64_ENTRIES = []  # unused here: AOT kernels have one fixed signature, no dispatch to skip",
-              "", "",
               "def _load_kernels():",
               '    """Import the compiled extension that sits beside this file."""',
               f"    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), {ext_file.name!r})",

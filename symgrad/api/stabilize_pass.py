@@ -6,17 +6,19 @@ non-elementwise nodes (sums, contractions, indexing), which become the
 region's free symbols.  The region is converted to one scalar SymPy
 expression (elementwise ops act the same on every array element), handed to
 :func:`symgrad.stabilize.stabilize`, and a better expression is built back into
-the graph.  Each accepted rewrite becomes a comment above the statement it
-changed and a line in the module header.
+the graph.  Each accepted rewrite becomes one comment above the statement it
+changed, naming the region's leaves as the code names them (see :func:`node_refs`).
 """
 from __future__ import annotations
 
 import os
+import re
 import time
 
 import sympy as sp
 
 from ..emit.module import KernelDef
+from ..emit.names import NODE_REF
 from ..ir.from_sympy import from_sympy
 from ..ir.graph import Graph
 from ..ir.interpret import sympy_number
@@ -176,13 +178,17 @@ def rebuild(g: Graph, outputs: list[int], mapping: dict[int, int]) -> dict[int, 
     return memo
 
 
-def _candidates(g: Graph, roots: list[int], names: dict, header: list[str], deadline: float):
-    """(root, name, expr, leaves) of every searchable region; notes the others in ``header``."""
+def _candidates(g: Graph, roots: list[int], names: dict, header: list[str], deadline: float, notes: dict):
+    """(root, name, expr, leaves) of every searchable region; notes the others in ``header`` (outputs)
+    or above their statement (intermediates, which have no name a reader could find in a header)."""
     out, big = [], []
     for root in roots:
-        name = names.get(root, f"t{root} (intermediate)")
+        name = names.get(root, f"an intermediate (graph node {root})")
         if _region_size(g, root, MAX_REGION_NODES) > MAX_REGION_NODES:
-            big.append(name)
+            if root in names:
+                big.append(name)
+            else:
+                notes.setdefault(root, []).append(f"stabilize: not searched (region of more than {MAX_REGION_NODES} ops)")
             continue
         if time.process_time() > deadline:
             raise StabilizeBudgetExceeded("budget spent while collecting regions")
@@ -226,7 +232,7 @@ def stabilize_kernel(g: Graph, kernel: KernelDef, budget_s: float | None = None)
     with hard_deadline(deadline):
         cands, tri = [], None
         try:
-            cands = _candidates(g, roots, names, header, deadline)
+            cands = _candidates(g, roots, names, header, deadline, notes)
             tri = triage([c[2] for c in cands], [sorted(c[3], key=lambda s: s.name) for c in cands])
         except NotImplementedError as exc:  # an op the wide evaluator cannot handle: check one by one
             header.append(f"stabilize: shared triage unavailable ({exc}); regions checked one by one")
@@ -250,7 +256,10 @@ def stabilize_kernel(g: Graph, kernel: KernelDef, budget_s: float | None = None)
                 if time.process_time() > deadline:  # a step inside may have skipped work at the deadline
                     raise StabilizeBudgetExceeded(name)
             except NotImplementedError as exc:  # an op the error model cannot sample: keep the derived form
-                header.append(f"stabilize: {name} kept as derived ({exc})")
+                if root in names:
+                    header.append(f"stabilize: {name} kept as derived ({exc})")
+                else:
+                    notes.setdefault(root, []).append(f"stabilize: kept as derived ({exc})")
                 continue
             except StabilizeBudgetExceeded:
                 stopped = rank
@@ -271,6 +280,7 @@ def stabilize_kernel(g: Graph, kernel: KernelDef, budget_s: float | None = None)
             out.node = memo[direct.get(out.node, out.node)]
         for nid, lines in notes.items():
             new = memo.get(nid, nid)
+            lines = [node_refs(line, memo) for line in lines]
             kernel.comments[new] = "\n".join(filter(None, [kernel.comments.get(new), *lines]))
     return header
 
@@ -280,16 +290,54 @@ def _needs_search(expr, variables) -> bool:
     return needs_search(expr, variables, ACCURATE_MEAN_BITS)
 
 
+COMMENT_EXPR_CHARS = 72  # longer expressions are shortened in code comments (the CLI and .rewrites() give them whole)
+
+
+def _short(text: str) -> str:
+    if len(text) <= COMMENT_EXPR_CHARS:
+        return text
+    half = (COMMENT_EXPR_CHARS - 5) // 2
+    # cut between names, never inside one: a leaf ``t19`` must not become ``t1`` (see node_refs)
+    head, tail = re.sub(r"[\w.]+$", "", text[:half]), re.sub(r"^[\w.]+", "", text[-half:])
+    return f"{head} ... {tail}"
+
+
+def _comment(r) -> str:
+    """One rewrite as a code comment: ``name: before -> after  [bits]  (regime)``, with long
+    expressions shortened to their ends (a regime split shows its conditions, not the branches)."""
+    whole = r.one_line()
+    bits = whole[whole.rindex("  ["):] if "  [" in whole else ""
+    after = "piecewise by regime" if r.regime else _short(str(r.after))
+    return f"{r.name}: {_short(str(r.before))} -> {after}{bits}"
+
+
+def node_refs(text: str, memo: dict | None = None) -> str:
+    """``text`` with each region leaf ``t<node id>`` (see :func:`_region_expr`) replaced by
+    :data:`symgrad.emit.names.NODE_REF` marks, which the printer turns into the names the
+    code uses (graph ids mean nothing to a reader).  Input leaves keep their own names,
+    which are never ``t<digits>`` (see :func:`symgrad.emit.names.check_names`)."""
+    memo = memo or {}
+    return re.sub(r"\bt(\d+)\b", lambda m: NODE_REF.format(memo.get(int(m.group(1)), int(m.group(1)))), text)
+
+
 def _apply(g, kernel, root, name, expr, leaves, res, names, header, mapping, direct, notes) -> None:
-    """Record the search result ``res`` of the region at ``root`` (rewrites, float32 widening)."""
+    """Record the search result ``res`` of the region at ``root`` (rewrites, float32 widening).
+
+    Notes on an output go in the header; notes on an intermediate go above its statement."""
+    def say(text: str) -> None:
+        if root in names:
+            header.append(f"stabilize: {name}: {text}")
+        else:
+            notes.setdefault(root, []).append(f"stabilize: {text}")
+
     if res.budget_exhausted:
-        header.append(f"stabilize: {name}: search stopped at its work budget")
+        say("search stopped at its work budget")
     if res.acceptance:
-        header.append(f"stabilize: {name}: {res.acceptance}")
+        say(res.acceptance)
     records = list(res.records)
     if res.widen_float32 and (root not in names or not _scalar_cores(kernel)):
         records.pop()  # only whole scalar-core kernels compute their float32 in float64
-        header.append(f"stabilize: {name}: float32 beyond 2 ulps; float64 evaluation needs scalar cores")
+        say("float32 beyond 2 ulps; float64 evaluation needs scalar cores")
     elif res.widen_float32:
         kernel.widen_float32 = True
     if not records:
@@ -298,15 +346,14 @@ def _apply(g, kernel, root, name, expr, leaves, res, names, header, mapping, dir
         new = from_sympy(g, res.expr, leaves)
         if root in g.ancestors([new]):  # e.g. a regime that keeps the derived form on one branch
             if root not in names:  # consumers cannot be rewired to a form that contains the node itself
-                header.append(f"stabilize: {name}: rewrite keeps the derived form inside; not applied")
+                say("rewrite keeps the derived form inside; not applied")
                 return
             direct[root] = new
         else:
             mapping[root] = new
     kernel.rewrites += [(name, r) for r in records]
-    lines = [f"rewrite {r.one_line()}" for r in records]
-    notes.setdefault(mapping.get(root, direct.get(root, root)), []).extend(lines)
-    header += [f"{name}: {line}" for line in lines]
+    lines = [f"rewrite {_comment(r)}" for r in records]
+    notes.setdefault(mapping.get(root, direct.get(root, root)), []).extend(lines)  # printed at the statement
 
 
 def _scalar_cores(kernel: KernelDef) -> bool:

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .common import CLIError, Progress, add_derive_options, example_args, parse_dims, render, resolve_wrt
+from .named import definitions, user_variables
 
 SUPERSCRIPT = str.maketrans("0123456789", "⁰¹²³⁴⁵⁶⁷⁸⁹")
 _REWRITE = re.compile(r"^(?P<out>[^:]+): rewrite (?P<name>[^:]+): (?P<body>.*?)\s+\[(?P<bits>[^\]]*)\](?P<rest>.*)$")
@@ -46,6 +47,7 @@ class Derivation:
     notes: list               # stabiliser notes (budget, regions not searched)
     inputs: list              # (name, SymPy symbol or array) of the kernel's extra inputs (x_dot, out_bar)
     source: str | None = None
+    definitions: list = field(default_factory=list)  # (user variable name, SymPy value) used in the formulas
 
 
 def _parse_header(lines: list[str]):
@@ -117,12 +119,17 @@ def derive(fn, kind: str, *, wrt: str | None = None, signature: str | None = Non
 
             header = stabilize_kernel(g, kernel, budget_s=budget)
             header.insert(0, f"stabilize: {kernel.stabilize_cpu_s:.2f} s CPU spent (budget {budget:g} s)")
-    rewrites, notes = _parse_header(header)
+    # rewrites are printed at their statements in the code, not in its header: list them from the kernel
+    rewrites, notes = _parse_header(header + [f"{name}: rewrite {r.one_line()}" for name, r in kernel.rewrites])
     env = {a.node: _symbols(a.name, a.shape) for a in kernel.args}
     extra = [(a.name, _to_sympy(env[a.node])) for a in kernel.args if a.node not in p.inputs]
+    # the user's variables (`inner = ...`) stay names in the formulas and are printed once
+    named = {n: v for n, v in user_variables(g, p.outputs, p.arg_names).items() if n not in p.outputs}
+    names = {n: sp.Symbol(v, real=True) for n, v in named.items()}
+    defs = [(v, _simplify(e, sp) if simplify else e) for v, e in definitions(g, named, env, names)]
 
     def closed(nodes):
-        vals = [_to_sympy(v) for v in evaluate(g, nodes, env, mode="sympy")]
+        vals = [_to_sympy(v) for v in evaluate(g, nodes, {**env, **names}, mode="sympy")]
         if simplify:
             vals = [_simplify(v, sp) for v in vals]
         return vals
@@ -145,7 +152,10 @@ def derive(fn, kind: str, *, wrt: str | None = None, signature: str | None = Non
         with progress.stage("emit"):
             source = emit_module(g, [kernel], kernel_header(p, kind) + header)
     function = traced.expr
-    return Derivation(p.name, list(p.arg_names), function, outputs, notes, extra, source)
+    if named:
+        function = closed(list(p.outputs))
+        function = function[0] if len(function) == 1 else function
+    return Derivation(p.name, list(p.arg_names), function, outputs, notes, extra, source, defs)
 
 
 def _simplify(v, sp):
@@ -188,6 +198,10 @@ def _block(label: str, expr, fmt: str) -> str:
 def print_derivation(d: Derivation, fmt: str, kind: str) -> None:
     fun = d.function if not isinstance(d.function, list) else tuple(d.function)
     print(_block(f"{d.name}({', '.join(d.arg_names)})", fun, fmt))
+    if d.definitions:
+        print("  where")
+        for name, value in d.definitions:
+            print("    " + _block(name, value, fmt).replace("\n", "\n    "))
     if d.inputs and kind in ("jvp", "vjp"):
         which = "tangents" if kind == "jvp" else "cotangents"
         print(f"{which}: " + ", ".join(n for n, _ in d.inputs))

@@ -267,10 +267,28 @@ def _exec(path: Path, key: str, source: str):
 
 
 def _bind_entries(mod) -> None:
-    """Let the module bind its float64 fast entries (after the cache files are set up)."""
-    use = getattr(mod, "_use_float64_entries", None)
-    if use is not None:
-        use()
+    """Bind each ``<kernel>_f64_entry`` of the module to its compiled float64 overload.
+
+    Called once the module's Numba cache files are set up (compiling at import would bypass
+    that); until then an entry is the core's dispatcher itself.  The entry point is only
+    called with Python floats, for which the overload computes exactly what the core does.
+    """
+    for name, core in list(vars(mod).items()):
+        if name.endswith("_f64_entry") and hasattr(core, "overloads") and hasattr(core, "py_func"):
+            setattr(mod, name, _float64_entry(core, core.py_func.__code__.co_argcount))
+
+
+def _float64_entry(core, n_args):
+    """The compiled (float64, ...) overload of ``core``, to call without Numba's type dispatch
+    (compiled now or loaded from Numba's cache); ``core`` itself on a Numba without these internals."""
+    import numba
+
+    sig = (numba.float64,) * n_args
+    try:
+        core.compile(sig)
+        return core.overloads[sig].entry_point
+    except Exception:  # a Numba without these internals: dispatch as usual
+        return core
 
 
 def _run(filename: str, key: str, text: str, source: str):

@@ -16,6 +16,7 @@ threaded scheduler, a thread pool) run kernels in parallel; it does not change r
 from __future__ import annotations
 
 import base64
+import re
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -81,15 +82,18 @@ def emit_kernel(g: Graph, k: KernelDef, dtypes=DTYPES, max_ops: int | None = Non
         widen = dtype == "float32" and k.widen_float32 and not arr_outs and all(a.shape == () for a in k.args)
         body = print_body(g, k.args, k.outputs, "float64" if widen else dtype, cnames, k.comments)
         doc = f"{k.doc} ({dtype} core, computed in float64 and rounded once)." if widen else f"{k.doc} ({dtype} core)."
+        if dtype != dtypes[0]:  # the same statements as the first core: its comments are printed once, there
+            body = [line for line in body if not line.lstrip().startswith("#")]
+            doc = doc[:-1] + f"; comments in {k.name}_{SUFFIX[dtypes[0]]}."
         parts, body = split_body(body, arg_names + list(cnames.values()) + arr_outs, sca_outs,
                                  f"{k.name}_{sfx}_part", max_ops)
         for i, (pname, pargs, pret, pbody) in enumerate(parts):
-            lines += ["", "", JIT, f"def {pname}({', '.join(pargs)}):",
+            lines += ["", JIT, f"def {pname}({', '.join(pargs)}):",
                       f"    {docstring(f'Part {i + 1} of {len(parts)} of {k.name}_{sfx} (straight-line code split for compile time).')}"]
             lines += _indent(pbody)
             if pret:
                 lines.append(f"    return {', '.join(pret)}")
-        lines += ["", "", JIT, f"def {k.name}_{sfx}({params}):", f"    {docstring(doc)}"]
+        lines += ["", JIT, f"def {k.name}_{sfx}({params}):", f"    {docstring(doc)}"]
         if widen:  # float32 in, float32 out, float64 in between (see symgrad.stabilize.widen)
             lines += [f"    {a} = np.float64({a})" for a in arg_names]
         lines += _indent(body)
@@ -101,8 +105,7 @@ def emit_kernel(g: Graph, k: KernelDef, dtypes=DTYPES, max_ops: int | None = Non
         first = k.outputs[0].name
         variants = [(JIT, "range", "_batch")] + ([(JIT_PARALLEL, "numba.prange", "_pbatch")] if k.parallel else [])
         for deco, rng, tag in variants:
-            lines += ["", "", deco, f"def {k.name}_{sfx}{tag}({batch_params}):",
-                      f'    """Loop {k.name}_{sfx} over the leading batch axis."""',
+            lines += ["", deco, f"def {k.name}_{sfx}{tag}({batch_params}):  # loops {k.name}_{sfx} over the batch axis",
                       f"    for _b in {rng}({first}.shape[0]):", f"        {stmt}"]
     return const_lines, lines
 
@@ -113,20 +116,20 @@ def emit_wrapper(k: KernelDef, const_count: int, dtypes=DTYPES) -> list[str]:
     out_cores = tuple(o.shape for o in k.outputs)
     spec = spec_name(k.name)
     consts64 = ", ".join(const_name(k.name, i) for i in range(const_count))
-    lines = ["", "", f"{spec} = GufuncSpec(",
-             f"    name={k.name!r}, in_cores={cores!r}, out_cores={out_cores!r},",
-             f"    kernels={{{', '.join(repr(d) + ': ' + k.name + '_' + SUFFIX[d] + '_batch' for d in dtypes)}}},",
-             f"    parallel_kernels={{{', '.join(repr(d) + ': ' + k.name + '_' + SUFFIX[d] + '_pbatch' for d in dtypes) if k.parallel else ''}}},",
-             f"    consts=({consts64}{',' if const_count else ''}),"]
+    lines = ["", f"{spec} = GufuncSpec(name={k.name!r}, in_cores={cores!r}, out_cores={out_cores!r},",
+             f"    kernels={{{', '.join(repr(d) + ': ' + k.name + '_' + SUFFIX[d] + '_batch' for d in dtypes)}}},"]
+    if k.parallel:
+        lines.append(f"    parallel_kernels={{{', '.join(repr(d) + ': ' + k.name + '_' + SUFFIX[d] + '_pbatch' for d in dtypes)}}},")
+    if const_count:
+        lines.append(f"    consts=({consts64},),")
     scalar = all(c == () for c in cores) and all(c == () for c in out_cores)
     fast = f"{k.name}_f64_entry"
     if scalar:
         lines.append(f"    cores={{{', '.join(repr(d) + ': ' + k.name + '_' + SUFFIX[d] for d in dtypes)}}},")
-    lines += [")"]
+    lines[-1] = lines[-1][:-1] + ")"
     if scalar and arg_names and "float64" in dtypes and not const_count:
-        lines += [f"{fast} = {k.name}_f64  # the compiled float64 overload after _use_float64_entries()",
-                  f"_FLOAT64_ENTRIES = _FLOAT64_ENTRIES + [({fast!r}, {k.name}_f64, {len(arg_names)})]"]
-    lines += ["", "",
+        lines.append(f"{fast} = {k.name}_f64  # symgrad rebinds it to the compiled float64 overload")
+    lines += ["",
              f"def {k.name}({', '.join(arg_names)}):",
              f"    {docstring(k.doc + '.')}"]
     if scalar and arg_names and "float64" in dtypes:
@@ -172,33 +175,6 @@ def _array_fast_path(k: KernelDef, const_count: int) -> list[str]:
     return lines
 
 
-FLOAT64_ENTRY = """_FLOAT64_ENTRIES = []  # (global name, core, number of arguments)
-
-
-def _use_float64_entries():
-    \"\"\"Bind each ``<kernel>_f64_entry`` to its compiled float64 overload.
-
-    Called by symgrad once the module's Numba cache files are set up (compiling here, at
-    import, would bypass that); until then the entries are the dispatchers themselves.
-    \"\"\"
-    for name, core, n_args in _FLOAT64_ENTRIES:
-        globals()[name] = _float64_entry(core, n_args)
-
-
-def _float64_entry(core, n_args):
-    \"\"\"The compiled (float64, ...) overload of ``core``, to call without Numba's type dispatch.
-
-    Compiles the float64 version now (or loads it from Numba's cache).  The entry point is
-    only called with Python floats, for which it computes exactly what ``core`` computes.
-    \"\"\"
-    sig = (numba.float64,) * n_args
-    try:
-        core.compile(sig)
-        return core.overloads[sig].entry_point
-    except Exception:  # a Numba without these internals: dispatch as usual
-        return core"""
-
-
 def emit_module(g: Graph, kernels: list[KernelDef], header: list[str],
                 runtime_import: str = RUNTIME_IMPORT, dtypes=DTYPES, max_ops: int | None = None) -> str:
     """The full source text of a module defining ``kernels`` for each of ``dtypes`` (bodies of
@@ -211,16 +187,20 @@ def emit_module(g: Graph, kernels: list[KernelDef], header: list[str],
         const_lines += c
         func_lines += f
         wrapper_lines += emit_wrapper(k, len(c), dtypes)
-    body = "\n".join(func_lines)
+    body = "\n".join(func_lines + wrapper_lines)
     helpers = helpers_used(body)
+    helper_text = "\n".join(helper_source(h) for h in helpers)
+    code = "\n".join(line for line in (body + "\n" + helper_text).splitlines() if not line.lstrip().startswith("#"))
     out = [c for line in header for c in comment_lines(line)]
-    out += ["import base64", "import math", "", "import numba", "import numpy as np", "", runtime_import]
-    out += ["", ""] + FLOAT64_ENTRY.splitlines()
-    out += ["", "", "def _decode(data, shape, dtype):",
-            '    """A constant array stored in this file as base64 bytes."""',
-            "    return np.frombuffer(base64.b64decode(data), dtype=dtype).reshape(shape)"]
+    # only the imports the code uses: base64 for constants (_decode), math where called
+    stdlib = (["base64"] if const_lines else []) + (["math"] if re.search(r"\bmath\.", code) else [])
+    out += [f"import {m}" for m in stdlib] + ([""] if stdlib else [])
+    out += ["import numba", "import numpy as np", "", runtime_import]
     if const_lines:
-        out += [""] + const_lines
+        out += ["", "def _decode(data, shape, dtype):",
+                '    """A constant array stored in this file as base64 bytes."""',
+                "    return np.frombuffer(base64.b64decode(data), dtype=dtype).reshape(shape)", ""]
+        out += const_lines
     for h in helpers:
         out += ["", helper_source(h).strip("\n")]
     out += func_lines + wrapper_lines

@@ -28,6 +28,9 @@ DTYPES = ("float64", "float32")
 SUFFIX = {"float64": "f64", "float32": "f32"}
 
 
+NODE_REF = "\x1f{}\x1f"  # a graph node named in a comment; the printer puts the code's name for it
+
+
 def float_literal(value: float, dtype: str) -> str:
     """Source text for ``value`` as a constant of ``dtype``."""
     if math.isnan(value):

@@ -16,8 +16,7 @@ def _sigmoid(x):
     """Logistic function without overflow: e = exp(-|x|) <= 1, then 1/(1+e) or e/(1+e)."""
     one = x ** 0
     e = np.exp(-abs(x))
-    d = one + e
-    return one / d if x >= 0 else e / d
+    return one / (one + e) if x >= 0 else e / (one + e)
 ''',
     "_softplus": '''
 @numba.njit(cache=True, fastmath=False, error_model="numpy", nogil=True)

@@ -14,11 +14,13 @@ get parentheses by precedence and are never re-associated.
 """
 from __future__ import annotations
 
+import linecache
+import re
 from dataclasses import dataclass, field
 
 from ..ir.graph import Graph, Node
 from ..ir.ops import REGISTRY
-from .names import TempNamer, comment_lines, float_literal
+from .names import NODE_REF, TempNamer, comment_lines, float_literal
 
 ATOM = 100
 _INLINE_MAX_DEPTH = 24  # deeper inline expressions get a temporary: printing and Python's parser recurse
@@ -76,10 +78,14 @@ def array_constants(g: Graph, outputs: list[int]) -> list[int]:
     return out
 
 
-def _comment_lines(comments, nid) -> list[str]:
+def _comment_lines(comments, nid, name_of=str) -> list[str]:
     if not comments or nid not in comments:
         return []
-    return comment_lines(comments[nid])
+    text = _NODE_REF.sub(lambda m: name_of(int(m.group(1))), comments[nid])
+    return comment_lines(text)
+
+
+_NODE_REF = re.compile(re.escape(NODE_REF).replace(re.escape("{}"), r"(\d+)"))
 
 
 def _wrap(item: tuple[str, int], need: int) -> str:
@@ -98,6 +104,7 @@ class _Body:
         self.lines: list[str] = []
         self.loop_count = 0
         self.scatter_sums: dict[int, list[int]] = {}  # add chain -> its scatters (see scatter_sums)
+        self.group = None  # (file, line) of the statements being printed, "gradient", or None
 
     # -- rendering an expression tree ------------------------------------------------
     def render(self, nid: int, shape: tuple | None) -> tuple[str, int]:
@@ -151,7 +158,8 @@ class _Body:
         """Emit statements computing ``nid`` into ``target`` (a new name or an output array)."""
         g, node = self.g, self.g[nid]
         op = REGISTRY.get(node.op)
-        self.lines += _comment_lines(self.comments, nid)
+        self.source_line(nid)
+        self.lines += _comment_lines(self.comments, nid, self.code_name)
         if nid in self.scatter_sums:
             self._scatter_sum(nid, target, is_output_array)
             return
@@ -178,6 +186,30 @@ class _Body:
         else:
             self.lines.append(f"{target} = {text}")
 
+    def code_name(self, nid: int) -> str:
+        """What the code calls node ``nid`` (for comments): its name, else its printed expression."""
+        if nid in self.names:
+            return self.names[nid]
+        if nid >= len(self.g.nodes):
+            return "?"
+        if self.g[nid].op == "const" and self.g.scalar_value(nid) is not None:  # np.full((3,), 100.0): 100.0
+            return self.ctx.literal(self.g.scalar_value(nid))
+        text, prec = self.render(nid, None)
+        return text if prec >= ATOM else f"({text})"
+
+    def source_line(self, nid: int) -> None:
+        """``# line N: <source>`` above the first statement of each group traced from one user line;
+        ``# gradient`` above statements the transforms (or the stabiliser) added after such a group."""
+        loc = self.g.lines.get(nid)
+        if loc == self.group or (loc is None and self.group in (None, "gradient")):
+            return
+        self.group = loc if loc is not None else "gradient"
+        if loc is None:
+            self.lines.append("# gradient")
+            return
+        text = linecache.getline(loc[0], loc[1]).strip()
+        self.lines += comment_lines(f"line {loc[1]}: {text}" if text else f"line {loc[1]} of {loc[0]}")
+
     def _scatter_sum(self, nid: int, target: str, is_output_array: bool) -> None:
         """``s1 + s2 + ... + sk`` of scatters into zeros as one array of zeros and ``+=`` per
         scatter, in the chain's order (the same additions on the same operands as the
@@ -194,7 +226,7 @@ class _Body:
             lines = REGISTRY["scatter"].emit(self.ctx, scatter, [value])[1:]  # without the zeros line
             head, _, rhs = lines[-1].partition("] = ")
             lines[-1] = f"{head}] += {rhs}"
-            self.lines += _comment_lines(self.comments, sid)
+            self.lines += _comment_lines(self.comments, sid, self.code_name)
             self.lines += [line.replace("{out}", target) for line in lines]
 
     def write_output(self, target: str, nid: int, text: str) -> None:

@@ -48,6 +48,7 @@ class Graph:
     nodes: list[Node] = field(default_factory=list)
     consts: dict[int, np.ndarray] = field(default_factory=dict)
     notes: dict[int, str] = field(default_factory=dict)  # comments the printer puts above a node
+    lines: dict[int, tuple[str, int]] = field(default_factory=dict)  # node -> user (file, line) that traced it
     custom_rules: list = field(default_factory=list)      # traced custom_gradient rules
     ad_mode: bool = False  # True while a transform builds derivative nodes (see ``derivative_mode``)
     _intern: dict = field(default_factory=dict)

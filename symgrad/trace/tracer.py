@@ -12,11 +12,12 @@ from __future__ import annotations
 import contextlib
 import numbers
 import os
+import sys
 import threading
 
 import numpy as np
 
-from ..errors import DTypeError, TraceError, UnsupportedOperationError, format_error, user_location
+from ..errors import DTypeError, TraceError, UnsupportedOperationError, _is_internal, format_error, user_location
 from ..ir.graph import Graph
 from .array_methods import ArrayMethods
 
@@ -93,6 +94,22 @@ def recording(ctx: "TraceContext"):
 _BOOLEAN_OPERANDS = {"logical_and", "logical_or", "logical_not", "eq", "ne"}
 
 
+_INTERNAL: dict[str, bool] = {}  # file name -> part of symgrad/numpy (see symgrad.errors.user_location)
+
+
+def _user_line(frame) -> tuple[str, int] | None:
+    """(file, line) of the innermost user frame from ``frame`` outwards; one dict lookup per frame."""
+    while frame is not None:
+        name = frame.f_code.co_filename
+        internal = _INTERNAL.get(name)
+        if internal is None:
+            internal = _INTERNAL[name] = _is_internal(name)
+        if not internal:
+            return name, frame.f_lineno
+        frame = frame.f_back
+    return None
+
+
 class TraceContext:
     """The graph being recorded, shared by every Tracer of one trace.
 
@@ -145,6 +162,8 @@ class TraceContext:
         ids = self.float_operands(op, [to_node(self, a) for a in args])
         try:
             nid = self.graph.apply(op, *ids, params=params)
+            if nid not in self.graph.lines:  # for "# line N: ..." comments in generated code
+                self.graph.lines[nid] = _user_line(sys._getframe(1))
         except (TypeError, ValueError) as exc:
             shapes = ", ".join(str(self.graph.shape(i)) for i in ids)
             raise type(exc)(format_error(

@@ -46,7 +46,7 @@ def test_grad_softplus_stabilised_with_bits_and_code(cli):
     assert re.search(r"bits of error float64 \d+\.\d -> 0\.\d", r.stdout)
     assert "stable form = sigmoid(x)" in r.stdout
     assert "@numba.njit" in r.stdout and "def softplus_grad(" in r.stdout
-    assert "# x_bar: rewrite sigmoid_from_ratio" in r.stdout
+    assert "    # rewrite sigmoid_from_ratio" in r.stdout  # at the statement, in the code's names
 
 
 def test_grad_formats_wrt_and_higher_order(capsys):
