@@ -11,6 +11,8 @@ import importlib.util
 import sys
 
 import numpy
+import re
+
 import numpy as np
 import pytest
 
@@ -135,7 +137,8 @@ def test_dict_keys_source_is_safe(kind):
     src = sg.trace(weighted, d).source(kind, stabilize=False)
     tree = assert_safe_source(src, keys)
     for params in kernel_params(tree):
-        check_names("weighted_" + kind, [p for p in params if not p.startswith("_c")])
+        # part functions of a split kernel also take generated temporaries (t0, t1, ...) as parameters
+        check_names("weighted_" + kind, [p for p in params if not p.startswith("_c") and not re.fullmatch(r"t\d+", p)])
 
 
 def test_dict_keys_cache_file_is_safe():
