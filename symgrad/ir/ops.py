@@ -114,8 +114,8 @@ def sympy_relations() -> dict:
 
 
 def _sympy_classes(base) -> dict:
-    from . import rules  # noqa: F401  (registers every op)
-
+    # Every op is registered already: importing this module runs symgrad/ir/__init__.py, which
+    # imports symgrad.ir.rules (so this module does not import the rules, which import it).
     return {op.sympy: op for op in REGISTRY.values()
             if op.elementwise and isinstance(op.sympy, type) and issubclass(op.sympy, base)}
 

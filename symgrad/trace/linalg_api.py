@@ -35,14 +35,11 @@ from collections import namedtuple
 import numpy as np
 
 from ..errors import UnsupportedOperationError, format_error, user_location
-from .tracer import TraceContext, Tracer, to_node
+from .numpy_core import as_tracer
+from .tracer import Tracer
 
 SlogdetResult = namedtuple("SlogdetResult", ["sign", "logabsdet"])
 EighResult = namedtuple("EighResult", ["eigenvalues", "eigenvectors"])
-
-
-def _tracer(ctx: TraceContext, v) -> Tracer:
-    return v if isinstance(v, Tracer) else ctx.wrap(to_node(ctx, v))
 
 
 def _unsupported(what: str, do_instead: str):
@@ -52,7 +49,7 @@ def _unsupported(what: str, do_instead: str):
 
 
 def _matrix(ctx, a, name: str) -> Tracer:
-    a = _tracer(ctx, a)
+    a = as_tracer(ctx, a)
     if a.ndim != 2:
         raise _unsupported(f"{name} of a core of shape {a.shape}",
                            f'give {name} one (n, n) matrix per core, e.g. signature="(n,n)->()"; stacked '
@@ -61,7 +58,7 @@ def _matrix(ctx, a, name: str) -> Tracer:
 
 
 def _rhs(ctx, b, name: str) -> Tracer:
-    b = _tracer(ctx, b)
+    b = as_tracer(ctx, b)
     if b.ndim not in (1, 2):
         raise _unsupported(f"{name} with a right-hand side of core shape {b.shape}",
                            "pass b of core shape (n,) or (n, k)")
@@ -160,7 +157,7 @@ def _vector_norm(ctx, x: Tracer, ord, axis: int) -> Tracer:
 
 def norm(ctx, x, ord=None, axis=None, keepdims=False):
     """``np.linalg.norm``: vector ord None/1/2/inf/-inf, matrix ord None/'fro'; ``axis`` and ``keepdims``."""
-    x = _tracer(ctx, x)
+    x = as_tracer(ctx, x)
     if x.ndim == 0:
         raise _unsupported("norm of a scalar core", 'give a gufunc signature, e.g. signature="(n)->()"')
     if axis is None:

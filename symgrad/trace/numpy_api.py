@@ -18,9 +18,10 @@ from ..errors import SourceLoc, TraceError, UnsupportedOperationError, format_er
 from ..ir.ops import REGISTRY
 from .linalg_api import FUNCTIONS as LINALG_FUNCTIONS
 from . import numpy_reductions, numpy_shapes
-from .numpy_reductions import axes_of, normalize_axis_index, normalize_axis_tuple
+from .numpy_core import as_tracer as _as_tracer
+from .numpy_core import axes_of, concatenate, mean, np_sum, reshape, stack, transpose
 from .numpy_shapes import fancy_getitem, is_fancy
-from .tracer import TraceContext, Tracer, to_node
+from .tracer import TraceContext, Tracer, register_numpy_protocol
 
 
 def _ufunc_table() -> dict:
@@ -227,10 +228,6 @@ def getitem(ctx: TraceContext, x: Tracer, key):
 
 # -- contractions ---------------------------------------------------------------------------
 
-def _as_tracer(ctx, v) -> Tracer:
-    return v if isinstance(v, Tracer) else ctx.wrap(to_node(ctx, v))
-
-
 def matmul(ctx: TraceContext, a, b):
     ctx.whole_array("a matrix product")
     a, b = _as_tracer(ctx, a), _as_tracer(ctx, b)
@@ -264,60 +261,6 @@ def dot(ctx, a, b):
 
 def _axes(axis, ndim) -> tuple[int, ...]:
     return axes_of(axis, ndim)  # NumPy's AxisError for an out-of-range axis
-
-
-def np_sum(ctx, x, axis=None, keepdims=False, dtype=None, **kw):
-    x = _as_tracer(ctx, x)
-    axes = _axes(axis, x.ndim)
-    if not axes:
-        return x
-    out = ctx.apply("sum", x, params=(axes,))
-    if keepdims:
-        out = reshape(ctx, out, tuple(1 if i in axes else d for i, d in enumerate(x.shape)))
-    return out
-
-
-def mean(ctx, x, axis=None, keepdims=False, **kw):
-    x = _as_tracer(ctx, x)
-    axes = _axes(axis, x.ndim)
-    n = int(np.prod([x.shape[a] for a in axes])) if axes else 1
-    return ctx.apply("div", np_sum(ctx, x, axis, keepdims), float(n))
-
-
-def reshape(ctx, x, shape, order="C", **kw):
-    x = _as_tracer(ctx, x)
-    shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
-    probe = np.empty(x.shape, dtype=np.int8).reshape(shape)
-    if order == "F":  # column-major: reverse the axes, reshape row-major, reverse back
-        flat = ctx.apply("reshape", transpose(ctx, x), params=(tuple(reversed(probe.shape)),))
-        return transpose(ctx, flat)
-    if order not in ("C", "A", None):
-        raise ValueError(f"reshape: order must be 'C', 'F' or 'A'; got {order!r}")
-    return ctx.apply("reshape", x, params=(probe.shape,))
-
-
-def transpose(ctx, x, axes=None):
-    x = _as_tracer(ctx, x)
-    perm = tuple(reversed(range(x.ndim))) if axes is None else normalize_axis_tuple(tuple(axes), x.ndim, "axes")
-    if len(perm) != x.ndim:
-        raise ValueError("axes don't match array")
-    return ctx.apply("transpose", x, params=(perm,))
-
-
-def concatenate(ctx, arrays, axis=0, **kw):
-    arrays = [_as_tracer(ctx, a) for a in arrays]
-    ndim = arrays[0].ndim
-    if ndim == 0:
-        raise ValueError("zero-dimensional arrays cannot be concatenated (use np.stack)")
-    return ctx.apply("concat", *arrays, params=(normalize_axis_index(axis, ndim),)) if len(arrays) > 1 else arrays[0]
-
-
-def stack(ctx, arrays, axis=0, **kw):
-    arrays = [_as_tracer(ctx, a) for a in arrays]
-    ndim = arrays[0].ndim + 1
-    axis = normalize_axis_index(axis, ndim)
-    expanded = [reshape(ctx, a, a.shape[:axis] + (1,) + a.shape[axis:]) for a in arrays]
-    return concatenate(ctx, expanded, axis=axis)
 
 
 def where(ctx, cond, x=None, y=None):
@@ -375,3 +318,9 @@ def apply_function(ctx: TraceContext, func, args, kwargs):
     if handler is None:
         raise _unsupported("function", _qualified(func))
     return handler(ctx, *args, **kwargs)
+
+
+# Tracer's dunder methods (__array_ufunc__, __array_function__, __getitem__, __matmul__, and the
+# errors of float()/bool()) reach these through tracer.NUMPY_PROTOCOL: tracer.py never imports this module.
+register_numpy_protocol(apply_ufunc=apply_ufunc, apply_function=apply_function, getitem=getitem, matmul=matmul,
+                        untraceable_library_call=untraceable_library_call)

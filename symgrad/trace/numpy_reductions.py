@@ -15,43 +15,13 @@ from __future__ import annotations
 import operator
 
 import numpy as np
-from numpy.exceptions import AxisError
-from numpy.lib import array_utils
 
 from ..errors import UnsupportedOperationError, format_error, user_location
+from . import numpy_core as core
+from .numpy_core import axes_of, normalize_axis_index
 from .tracer import Tracer
 
 _NO_VALUE = np._NoValue  # numpy's "argument not given" sentinel (initial=, where=)
-
-
-def _api():
-    from . import numpy_api  # the base table imports this module at its end
-    return numpy_api
-
-
-def _located(fn):
-    """NumPy's axis normaliser, its AxisError extended with the user's line and advice."""
-    def normalize(*args, **kw):
-        try:
-            return fn(*args, **kw)
-        except AxisError as exc:
-            raise AxisError(format_error(str(exc), "a traced array has the dimensions of its core shape (the "
-                                         "signature), not of the batched arrays you call with",
-                                         "give an axis in [-ndim, ndim) of the core shape", user_location(3))) from None
-    return normalize
-
-
-normalize_axis_index = _located(array_utils.normalize_axis_index)
-normalize_axis_tuple = _located(array_utils.normalize_axis_tuple)
-
-
-def axes_of(axis, ndim: int) -> tuple[int, ...]:
-    """Sorted non-negative axes; ``None`` is every axis; AxisError as NumPy raises it."""
-    if axis is None:
-        return tuple(range(ndim))
-    if not isinstance(axis, tuple):
-        axis = (operator.index(axis),)
-    return tuple(sorted(normalize_axis_tuple(axis, ndim)))
 
 
 def unsupported_arg(func: str, arg: str, do_instead: str):
@@ -68,7 +38,7 @@ def _reject(func: str, **given):
 
 def _keep(ctx, out, x, axes, keepdims):
     if keepdims:
-        out = _api().reshape(ctx, out, tuple(1 if i in axes else d for i, d in enumerate(x.shape)))
+        out = core.reshape(ctx, out, tuple(1 if i in axes else d for i, d in enumerate(x.shape)))
     return out
 
 
@@ -77,7 +47,7 @@ def _keep(ctx, out, x, axes, keepdims):
 def _extreme(op: str, combine: str, name: str):
     def build(ctx, a, axis=None, out=None, keepdims=False, initial=_NO_VALUE, where=_NO_VALUE):
         _reject(name, out=out, where=where)
-        x = _api()._as_tracer(ctx, a)
+        x = core.as_tracer(ctx, a)
         axes = axes_of(axis, x.ndim)
         if initial is _NO_VALUE and any(x.shape[i] == 0 for i in axes):
             raise ValueError(f"zero-size array to reduction operation {name} which has no identity")
@@ -122,12 +92,11 @@ def var(ctx, a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, wher
     _reject("var", out=out, where=where, mean=mean)
     if correction is not _NO_VALUE:
         ddof = correction
-    api = _api()
-    x = api._as_tracer(ctx, a)
+    x = core.as_tracer(ctx, a)
     axes = axes_of(axis, x.ndim)
     n = int(np.prod([x.shape[i] for i in axes])) if axes else 1
-    d = ctx.apply("sub", x, api.mean(ctx, x, axes, keepdims=True))
-    ss = api.np_sum(ctx, ctx.apply("mul", d, d), axes, keepdims=keepdims)
+    d = ctx.apply("sub", x, core.mean(ctx, x, axes, keepdims=True))
+    ss = core.np_sum(ctx, ctx.apply("mul", d, d), axes, keepdims=keepdims)
     return ctx.apply("div", ss, float(max(n - ddof, 0)))
 
 
@@ -138,23 +107,22 @@ def std(ctx, a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, **kw):
 
 def average(ctx, a, axis=None, weights=None, returned=False, *, keepdims=False):
     """np.average: sum(a * w) / sum(w) over ``axis``; 1-D weights apply along ``axis``."""
-    api = _api()
-    x = api._as_tracer(ctx, a)
+    x = core.as_tracer(ctx, a)
     if weights is None:
-        res, scl = api.mean(ctx, x, axis, keepdims=keepdims), None
+        res, scl = core.mean(ctx, x, axis, keepdims=keepdims), None
         if returned:
             axes = axes_of(axis, x.ndim)
             scl = float(np.prod([x.shape[i] for i in axes]))
         return (res, scl) if returned else res
-    w = api._as_tracer(ctx, weights)
+    w = core.as_tracer(ctx, weights)
     axes = axes_of(axis, x.ndim)
     if w.shape != x.shape:
         if axis is None or len(axes) != 1 or w.ndim != 1 or w.shape[0] != x.shape[axes[0]]:
             raise ValueError("average: weights must have the shape of a, or be 1-D along the given axis")
-        w = api.reshape(ctx, w, tuple(d if i == axes[0] else 1 for i, d in enumerate(x.shape)))
+        w = core.reshape(ctx, w, tuple(d if i == axes[0] else 1 for i, d in enumerate(x.shape)))
         w = ctx.apply("broadcast_to", w, params=(x.shape,))
-    num = api.np_sum(ctx, ctx.apply("mul", x, w), axes, keepdims=keepdims)
-    den = api.np_sum(ctx, w, axes, keepdims=keepdims)
+    num = core.np_sum(ctx, ctx.apply("mul", x, w), axes, keepdims=keepdims)
+    den = core.np_sum(ctx, w, axes, keepdims=keepdims)
     res = ctx.apply("div", num, den)
     return (res, den) if returned else res
 
@@ -163,10 +131,9 @@ def average(ctx, a, axis=None, weights=None, returned=False, *, keepdims=False):
 
 def _along(ctx, x, axis):
     """(x with ``axis`` moved to the front, the axis) ; ``axis=None`` flattens."""
-    api = _api()
-    x = api._as_tracer(ctx, x)
+    x = core.as_tracer(ctx, x)
     if axis is None:
-        return api.reshape(ctx, x, (-1,)), 0
+        return core.reshape(ctx, x, (-1,)), 0
     ax = normalize_axis_index(operator.index(axis), x.ndim)
     return x, ax
 
@@ -180,7 +147,7 @@ def _prod_axis(ctx, x, ax):
     while x.shape[ax] > 1:
         n, h = x.shape[ax], x.shape[ax] // 2
         y = ctx.apply("mul", _slice(ctx, x, ax, 0, h), _slice(ctx, x, ax, h, 2 * h))
-        x = _api().concatenate(ctx, [y, _slice(ctx, x, ax, 2 * h, n)], axis=ax) if n % 2 else y
+        x = core.concatenate(ctx, [y, _slice(ctx, x, ax, 2 * h, n)], axis=ax) if n % 2 else y
     pre = (("s", None, None, None),) * ax
     return ctx.apply("getitem", x, params=(pre + (0,),))
 
@@ -191,13 +158,12 @@ def prod(ctx, a, axis=None, dtype=None, out=None, keepdims=False, initial=_NO_VA
     The rounding order is a pairwise tree, so results may differ from NumPy's in the last bits.
     """
     _reject("prod", out=out, where=where)
-    api = _api()
-    x = api._as_tracer(ctx, a)
+    x = core.as_tracer(ctx, a)
     axes = axes_of(axis, x.ndim)
     res = x
     for ax in reversed(axes):  # reduce the last axes first, so earlier axis numbers stay valid
         if res.shape[ax] == 0:
-            res = api._as_tracer(ctx, np.ones(res.shape[:ax] + res.shape[ax + 1:]))
+            res = core.as_tracer(ctx, np.ones(res.shape[:ax] + res.shape[ax + 1:]))
         else:
             res = _prod_axis(ctx, res, ax)
     if initial is not _NO_VALUE:
@@ -210,7 +176,7 @@ def cumsum(ctx, a, axis=None, dtype=None, out=None):
     _reject("cumsum", out=out)
     x, ax = _along(ctx, a, axis)
     if x.ndim == 0:
-        return _api().reshape(ctx, x, (1,))
+        return core.reshape(ctx, x, (1,))
     return ctx.apply("cumsum", x, params=(ax, False))
 
 
@@ -222,22 +188,20 @@ def cumprod(ctx, a, axis=None, dtype=None, out=None):
     sequential order in the last bits.
     """
     _reject("cumprod", out=out)
-    api = _api()
     x, ax = _along(ctx, a, axis)
     if x.ndim == 0:
-        return api.reshape(ctx, x, (1,))
+        return core.reshape(ctx, x, (1,))
     n, s = x.shape[ax], 1
     while s < n:
         y = ctx.apply("mul", _slice(ctx, x, ax, s, n), _slice(ctx, x, ax, 0, n - s))
-        x = api.concatenate(ctx, [_slice(ctx, x, ax, 0, s), y], axis=ax)
+        x = core.concatenate(ctx, [_slice(ctx, x, ax, 0, s), y], axis=ax)
         s *= 2
     return x
 
 
 def diff(ctx, a, n=1, axis=-1, prepend=_NO_VALUE, append=_NO_VALUE):
     """np.diff: ``x[1:] - x[:-1]`` along ``axis``, ``n`` times (slices, O(n) nodes)."""
-    api = _api()
-    x = api._as_tracer(ctx, a)
+    x = core.as_tracer(ctx, a)
     if x.ndim == 0:
         raise ValueError("diff requires input that is at least one dimensional")
     ax = normalize_axis_index(operator.index(axis), x.ndim)
@@ -248,12 +212,12 @@ def diff(ctx, a, n=1, axis=-1, prepend=_NO_VALUE, append=_NO_VALUE):
         if edge is _NO_VALUE:
             parts.append(None)
             continue
-        e = api._as_tracer(ctx, edge)
+        e = core.as_tracer(ctx, edge)
         if e.ndim == 0:
             e = ctx.apply("broadcast_to", e, params=(x.shape[:ax] + (1,) + x.shape[ax + 1:],))
         parts.append(e)
     if parts[0] is not None or parts[1] is not None:
-        x = api.concatenate(ctx, [p for p in (parts[0], x, parts[1]) if p is not None], axis=ax)
+        x = core.concatenate(ctx, [p for p in (parts[0], x, parts[1]) if p is not None], axis=ax)
     pre = (("s", None, None, None),) * ax
     for _ in range(n):
         hi = ctx.apply("getitem", x, params=(pre + (("s", 1, None, None),),))
@@ -271,19 +235,17 @@ def _not_nan(ctx, x):
 def nansum(ctx, a, axis=None, dtype=None, out=None, keepdims=False, **kw):
     """np.nansum = sum(where(isnan(x), 0, x)); the derivative at a NaN entry is 0 (as in JAX)."""
     _reject("nansum", out=out)
-    api = _api()
-    x = api._as_tracer(ctx, a)
-    return api.np_sum(ctx, ctx.apply("where", _not_nan(ctx, x), x, 0.0), axis, keepdims)
+    x = core.as_tracer(ctx, a)
+    return core.np_sum(ctx, ctx.apply("where", _not_nan(ctx, x), x, 0.0), axis, keepdims)
 
 
 def nanmean(ctx, a, axis=None, dtype=None, out=None, keepdims=False, **kw):
     """np.nanmean = nansum(x) / count(not NaN); all-NaN slices give NaN (0/0) as in NumPy."""
     _reject("nanmean", out=out)
-    api = _api()
-    x = api._as_tracer(ctx, a)
+    x = core.as_tracer(ctx, a)
     ok = _not_nan(ctx, x)
-    num = api.np_sum(ctx, ctx.apply("where", ok, x, 0.0), axis, keepdims)
-    den = api.np_sum(ctx, ctx.apply("where", ok, 1.0, 0.0), axis, keepdims)
+    num = core.np_sum(ctx, ctx.apply("where", ok, x, 0.0), axis, keepdims)
+    den = core.np_sum(ctx, ctx.apply("where", ok, 1.0, 0.0), axis, keepdims)
     return ctx.apply("div", num, den)
 
 
@@ -303,14 +265,13 @@ def interp(ctx, x, xp, fp, left=None, right=None, period=None):
             "input", "pass xp as a constant array (fp and x may be traced)", user_location(3)))
     if period is not None:
         raise unsupported_arg("interp", "period=...", "reduce x into one period with constant arithmetic first")
-    api = _api()
     xp = np.asarray(xp, dtype=np.float64)
-    fpt = api._as_tracer(ctx, fp)
+    fpt = core.as_tracer(ctx, fp)
     if xp.ndim != 1 or fpt.shape != xp.shape or xp.size == 0:
         raise ValueError("interp: xp and fp must be 1-D sequences of the same nonzero length")
-    x = api._as_tracer(ctx, x)
+    x = core.as_tracer(ctx, x)
     f = [ctx.apply("getitem", fpt, params=((j,),)) for j in range(xp.size)]
-    res = f[-1] if right is None else api._as_tracer(ctx, right)
+    res = f[-1] if right is None else core.as_tracer(ctx, right)
     if xp.size == 1:
         last = ctx.apply("add", f[0], ctx.apply("mul", x, 0.0))
     for j in range(xp.size - 2, -1, -1):
@@ -327,8 +288,7 @@ def interp(ctx, x, xp, fp, left=None, right=None, period=None):
 
 def polyval(ctx, p, x):
     """np.polyval by Horner's rule: ((p[0] x + p[1]) x + ...) + p[-1]; p and x may be traced."""
-    api = _api()
-    pt = api._as_tracer(ctx, p)
+    pt = core.as_tracer(ctx, p)
     if pt.ndim != 1:
         raise ValueError("polyval: p must be a 1-D array of coefficients")
     if pt.shape[0] == 0:

@@ -18,17 +18,14 @@ import string
 import numpy as np
 
 from ..errors import TraceError, UnsupportedOperationError, format_error, user_location
-from .numpy_reductions import axes_of, normalize_axis_index, normalize_axis_tuple, unsupported_arg
+from . import numpy_core as core
+from .numpy_core import axes_of, normalize_axis_index, normalize_axis_tuple
+from .numpy_reductions import unsupported_arg
 from .tracer import Tracer
 
 
-def _api():
-    from . import numpy_api  # the base table imports this module at its end
-    return numpy_api
-
-
 def _t(ctx, v) -> Tracer:
-    return _api()._as_tracer(ctx, v)
+    return core.as_tracer(ctx, v)
 
 
 def _constant_index(value, what: str):
@@ -55,10 +52,10 @@ def gather(ctx, x, positions: np.ndarray) -> Tracer:
             f"indexing with an index array into a traced array of {x.size} elements", "index arrays are passed "
             "to the float32 kernel as float32, which holds integers exactly only up to 2**24",
             "index with slices, or split the array", user_location(4)))
-    flat = _api().reshape(ctx, x, (-1,)) if x.ndim != 1 else x
+    flat = core.reshape(ctx, x, (-1,)) if x.ndim != 1 else x
     idx = ctx.graph.const(positions.reshape(-1).astype(np.float64))
     out = ctx.wrap(ctx.graph.apply("take", flat.id, idx, params=(0,)))
-    return _api().reshape(ctx, out, positions.shape) if positions.shape != out.shape else out
+    return core.reshape(ctx, out, positions.shape) if positions.shape != out.shape else out
 
 
 def _rearrange(ctx, x, fn) -> Tracer:
@@ -105,7 +102,7 @@ def pad(ctx, array, pad_width, mode="constant", **kw):
         if kw or np.ndim(value) != 0:
             raise unsupported_arg("pad", "constant_values per axis", "pad with one scalar value, or concatenate")
         positions = np.pad(ids, pad_width, mode="constant", constant_values=x.size)
-        filled = _api().concatenate(ctx, [_api().reshape(ctx, x, (-1,)), _api().reshape(ctx, _t(ctx, value), (1,))])
+        filled = core.concatenate(ctx, [core.reshape(ctx, x, (-1,)), core.reshape(ctx, _t(ctx, value), (1,))])
         return gather(ctx, filled, positions)
     if mode in ("edge", "reflect", "symmetric", "wrap") and not kw:
         return gather(ctx, x, np.pad(ids, pad_width, mode=mode))
@@ -122,14 +119,14 @@ def diag(ctx, v, k=0):
     n = x.shape[0] + abs(k)
     positions = np.diag(np.arange(x.shape[0], dtype=np.int64), k)
     positions = np.where(np.diag(np.ones(x.shape[0], dtype=bool), k), positions, x.shape[0])
-    filled = _api().concatenate(ctx, [x, _t(ctx, np.zeros(1))])
+    filled = core.concatenate(ctx, [x, _t(ctx, np.zeros(1))])
     return gather(ctx, filled, positions.reshape(n, n))
 
 
 def trace(ctx, a, offset=0, axis1=0, axis2=1, dtype=None, out=None):
     """np.trace = sum of np.diagonal over its last axis."""
     d = _rearrange(ctx, a, lambda ids: np.diagonal(ids, offset, axis1, axis2))
-    return _api().np_sum(ctx, d, axis=-1)
+    return core.np_sum(ctx, d, axis=-1)
 
 
 def _tri(keep):
@@ -147,7 +144,7 @@ def swapaxes(ctx, a, axis1, axis2):
     perm = list(range(x.ndim))
     i, j = normalize_axis_index(axis1, x.ndim), normalize_axis_index(axis2, x.ndim)
     perm[i], perm[j] = perm[j], perm[i]
-    return _api().transpose(ctx, x, perm)
+    return core.transpose(ctx, x, perm)
 
 
 def moveaxis(ctx, a, source, destination):
@@ -159,7 +156,7 @@ def moveaxis(ctx, a, source, destination):
     order = [n for n in range(x.ndim) if n not in src]
     for d, s in sorted(zip(dst, src)):
         order.insert(d, s)
-    return _api().transpose(ctx, x, order)
+    return core.transpose(ctx, x, order)
 
 
 def squeeze(ctx, a, axis=None):
@@ -167,7 +164,7 @@ def squeeze(ctx, a, axis=None):
     axes = tuple(i for i, d in enumerate(x.shape) if d == 1) if axis is None else axes_of(axis, x.ndim)
     if any(x.shape[i] != 1 for i in axes):
         raise ValueError("cannot select an axis to squeeze out which has size not equal to one")
-    return _api().reshape(ctx, x, tuple(d for i, d in enumerate(x.shape) if i not in axes))
+    return core.reshape(ctx, x, tuple(d for i, d in enumerate(x.shape) if i not in axes))
 
 
 def _atleast(nd):
@@ -180,24 +177,24 @@ def _atleast(nd):
                 shape = (1,) + x.shape + ((1,) if nd == 3 else ())
             elif x.ndim == 2 and nd == 3:
                 shape = x.shape + (1,)
-            outs.append(_api().reshape(ctx, x, shape) if shape != x.shape else x)
+            outs.append(core.reshape(ctx, x, shape) if shape != x.shape else x)
         return outs[0] if len(outs) == 1 else outs
     return build
 
 
 def hstack(ctx, tup, **kw):
     arrs = [_atleast(1)(ctx, a) for a in tup]
-    return _api().concatenate(ctx, arrs, axis=0 if arrs[0].ndim == 1 else 1)
+    return core.concatenate(ctx, arrs, axis=0 if arrs[0].ndim == 1 else 1)
 
 
 def vstack(ctx, tup, **kw):
-    return _api().concatenate(ctx, [_atleast(2)(ctx, a) for a in tup], axis=0)
+    return core.concatenate(ctx, [_atleast(2)(ctx, a) for a in tup], axis=0)
 
 
 def column_stack(ctx, tup):
     cols = [_t(ctx, a) for a in tup]
-    cols = [_api().reshape(ctx, c, (c.shape[0], 1)) if c.ndim < 2 else c for c in cols]
-    return _api().concatenate(ctx, cols, axis=1)
+    cols = [core.reshape(ctx, c, (c.shape[0], 1)) if c.ndim < 2 else c for c in cols]
+    return core.concatenate(ctx, cols, axis=1)
 
 
 def split(ctx, ary, indices_or_sections, axis=0, *, _even=True):
@@ -241,7 +238,7 @@ def _single(ctx, x, letters: str, keep: str):
         letters = letters[:j] + letters[j + 1:]
     drop = tuple(k for k, c in enumerate(letters) if c not in keep)
     if drop:
-        x = _api().np_sum(ctx, x, axis=drop)
+        x = core.np_sum(ctx, x, axis=drop)
         letters = "".join(c for c in letters if c in keep)
     return x, letters
 
@@ -282,14 +279,14 @@ def einsum(ctx, subscripts, *operands, **kw):
         cl = res
     cur, cl = _single(ctx, cur, cl, out)
     if cl != out:
-        cur = _api().transpose(ctx, cur, [cl.index(c) for c in out])
+        cur = core.transpose(ctx, cur, [cl.index(c) for c in out])
     return cur
 
 
 def _pair_scalar(ctx, a, al, b, bl, res):
     x, letters = (b, bl) if not al else (a, al)
     prod = ctx.apply("mul", a, b)
-    return prod if letters == res else _api().transpose(ctx, prod, [letters.index(c) for c in res])
+    return prod if letters == res else core.transpose(ctx, prod, [letters.index(c) for c in res])
 
 
 def tensordot(ctx, a, b, axes=2):
@@ -321,7 +318,7 @@ def inner(ctx, a, b):
 
 
 def outer(ctx, a, b, out=None):
-    x, y = _api().reshape(ctx, _t(ctx, a), (-1,)), _api().reshape(ctx, _t(ctx, b), (-1,))
+    x, y = core.reshape(ctx, _t(ctx, a), (-1,)), core.reshape(ctx, _t(ctx, b), (-1,))
     return einsum(ctx, "i,j->ij", x, y)
 
 
@@ -329,11 +326,11 @@ def kron(ctx, a, b):
     """np.kron: an outer product with interleaved axes, reshaped."""
     x, y = _t(ctx, a), _t(ctx, b)
     nd = max(x.ndim, y.ndim)
-    x = _api().reshape(ctx, x, (1,) * (nd - x.ndim) + x.shape)
-    y = _api().reshape(ctx, y, (1,) * (nd - y.ndim) + y.shape)
+    x = core.reshape(ctx, x, (1,) * (nd - x.ndim) + x.shape)
+    y = core.reshape(ctx, y, (1,) * (nd - y.ndim) + y.shape)
     la, lb = string.ascii_lowercase[:nd], string.ascii_lowercase[nd:2 * nd]
     prod = einsum(ctx, f"{la},{lb}->{''.join(p + q for p, q in zip(la, lb))}", x, y)
-    return _api().reshape(ctx, prod, tuple(p * q for p, q in zip(x.shape, y.shape)))
+    return core.reshape(ctx, prod, tuple(p * q for p, q in zip(x.shape, y.shape)))
 
 
 def cross(ctx, a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
@@ -347,7 +344,7 @@ def cross(ctx, a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
     xs = [x[ell + (i,)] for i in range(3)]
     ys = [y[ell + (i,)] for i in range(3)]
     comps = [xs[1] * ys[2] - xs[2] * ys[1], xs[2] * ys[0] - xs[0] * ys[2], xs[0] * ys[1] - xs[1] * ys[0]]
-    res = _api().stack(ctx, comps, axis=-1)
+    res = core.stack(ctx, comps, axis=-1)
     return moveaxis(ctx, res, -1, axisc)
 
 

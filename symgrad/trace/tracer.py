@@ -3,7 +3,8 @@
 A :class:`Tracer` stands for one array-valued node.  Python arithmetic on it
 calls the dunder methods below; NumPy ufuncs and functions reach it through
 ``__array_ufunc__`` / ``__array_function__`` (the tables live in
-:mod:`symgrad.trace.numpy_api`).  Anything that would need a concrete value
+:mod:`symgrad.trace.numpy_api`, which registers them in :data:`NUMPY_PROTOCOL` when
+imported; ``symgrad/trace/__init__.py`` imports it, so this module never does).  Anything that would need a concrete value
 (``if x > 0``, ``math.exp(x)``, ``float(x)``) raises :class:`TraceError`
 naming the line in the user's code.
 """
@@ -22,6 +23,35 @@ from ..ir.graph import Graph
 from .array_methods import ArrayMethods
 
 __all__ = ["Tracer", "TraceContext", "to_node"]
+
+
+# How a Tracer meets NumPy: name -> handler, filled by symgrad.trace.numpy_api when it is imported
+# (symgrad/trace/__init__.py imports it, so it is filled before any Tracer exists).  A registry rather
+# than an import keeps the dependency one way: the NumPy tables import this module, never the reverse.
+NUMPY_PROTOCOL: dict = {}
+_PROTOCOL_NAMES = ("apply_ufunc", "apply_function", "getitem", "matmul", "untraceable_library_call")
+
+
+def register_numpy_protocol(**handlers) -> None:
+    """Install the NumPy protocol handlers (called once, by :mod:`symgrad.trace.numpy_api`).
+
+    Keyword arguments, each a callable: ``apply_ufunc(ctx, ufunc, method, inputs, kwargs)``,
+    ``apply_function(ctx, func, args, kwargs)``, ``getitem(ctx, x, key)``, ``matmul(ctx, a, b)``
+    and ``untraceable_library_call()`` (an exception to raise, or None).  Raises TypeError for a
+    missing or unknown name.
+    """
+    if set(handlers) != set(_PROTOCOL_NAMES):
+        raise TypeError(f"register_numpy_protocol needs exactly {', '.join(_PROTOCOL_NAMES)}; "
+                        f"got {', '.join(sorted(handlers))}")
+    NUMPY_PROTOCOL.update(handlers)
+
+
+def _protocol(name: str):
+    handler = NUMPY_PROTOCOL.get(name)
+    if handler is None:  # only if symgrad.trace was bypassed (the package imports numpy_api first)
+        raise RuntimeError("symgrad.trace.numpy_api has not been imported, so traced values cannot meet numpy; "
+                           "import symgrad (or symgrad.trace) before tracing")
+    return handler
 
 
 class NotElementwise(BaseException):
@@ -242,8 +272,7 @@ def _stack_objects(ctx: TraceContext, arr: np.ndarray) -> int:
 
 def _no_concrete(what: str, do_instead: str):
     def method(self, *args, **kwargs):
-        from .numpy_api import untraceable_library_call
-        err = untraceable_library_call()
+        err = _protocol("untraceable_library_call")()
         if err is not None:
             raise err
         raise TraceError(format_error(
@@ -335,12 +364,10 @@ class Tracer(ArrayMethods):
     __hash__ = object.__hash__
 
     def __matmul__(self, o):
-        from .numpy_api import matmul
-        return matmul(self.ctx, self, o)
+        return _protocol("matmul")(self.ctx, self, o)
 
     def __rmatmul__(self, o):
-        from .numpy_api import matmul
-        return matmul(self.ctx, o, self)
+        return _protocol("matmul")(self.ctx, o, self)
 
     __floordiv__ = __rfloordiv__ = __mod__ = __rmod__ = _no_concrete(
         "cannot use // or % on a traced value", "use np.floor(x / y) only on constants; these have no derivative")
@@ -359,8 +386,7 @@ class Tracer(ArrayMethods):
 
     # -- indexing ------------------------------------------------------------------------
     def __getitem__(self, key):
-        from .numpy_api import getitem
-        return getitem(self.ctx, self, key)
+        return _protocol("getitem")(self.ctx, self, key)
 
     def __setitem__(self, key, value):
         raise TraceError(format_error(
@@ -369,12 +395,10 @@ class Tracer(ArrayMethods):
 
     # -- numpy protocol -------------------------------------------------------------------
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
-        from .numpy_api import apply_ufunc
-        return apply_ufunc(self.ctx, ufunc, method, inputs, kwargs)
+        return _protocol("apply_ufunc")(self.ctx, ufunc, method, inputs, kwargs)
 
     def __array_function__(self, func, types, args, kwargs):
-        from .numpy_api import apply_function
-        return apply_function(self.ctx, func, args, kwargs)
+        return _protocol("apply_function")(self.ctx, func, args, kwargs)
 
     # -- ndarray-like methods (more in array_methods.ArrayMethods) -----------------------------
     def dot(self, other):
