@@ -1,0 +1,200 @@
+"""Vectorisable elementary functions for Numba kernels: exp and log, float64 and float32.
+
+Numba lowers ``math.exp``/``np.exp`` in a loop to one scalar libm call per element,
+which LLVM cannot vectorise (pip's llvmlite has no vector maths library).  The
+functions here are plain arithmetic on IEEE doubles plus integer bit casts, with
+regime choices written as ``a if c else b`` on values already computed, which LLVM
+turns into ``select`` instructions; a loop over them vectorises (AVX2/AVX-512).
+No ``fastmath``: every operation rounds as IEEE 754 says, so the error bounds of
+the algorithms below hold.
+
+Algorithms (both are fdlibm's, Sun Microsystems 1993, as kept in FreeBSD msun and
+musl; the same ones are described in J.-M. Muller, *Elementary Functions*, 3rd ed.,
+Birkhaeuser 2016, ch. 11, and P. T. P. Tang, "Table-driven implementation of the
+exponential function in IEEE floating-point arithmetic", ACM TOMS 15(2), 1989):
+
+* ``exp_f64`` -- fdlibm ``e_exp.c``: x = k ln2 + r with k = round(x / ln2) and
+  ln2 split into a 32-bit head and a tail (Cody-Waite, so k*ln2_hi is exact),
+  |r| <= ln2/2; exp(r) = 1 + r + r c/(2 - c) with c = r - r^2 P(r^2), P a degree-5
+  Remez polynomial (error < 2^-59); then times 2^k, built from exponent bits in
+  two halves so that overflow gives inf and tiny results round once into the
+  subnormals.  fdlibm's branches are replaced: k by the round-to-nearest shifter
+  1.5 * 2^52 (no float-to-int conversion), the k == 0 case is the general formula,
+  the over/underflow tests become a clamp of x to [-746, 710].
+* ``log_f64`` -- fdlibm ``e_log.c``: x = 2^k (1 + f) with sqrt(2)/2 <= 1 + f < sqrt(2),
+  s = f/(2 + f), log(1 + f) = f - s (f - R(s^2)) with R a degree-7 Remez polynomial
+  (error < 2^-58.45); subnormal x are first scaled by 2^54.  fdlibm's two final
+  formulas (chosen by f's range for accuracy) are both computed and selected.
+* ``exp_f32``/``log_f32`` evaluate the float64 functions and round once to float32:
+  the float64 error (< 1 ulp of float64 = 2^-29 ulp of float32) plus that rounding
+  stays below 1 ulp of float32.
+
+Specials follow IEEE/C99: exp(NaN) = NaN, exp(+inf) = inf, exp(-inf) = +0, exp(+-0) = 1,
+overflow gives inf and underflow gives subnormals or +0; log(NaN) = NaN, log(x < 0) =
+NaN, log(+-0) = -inf, log(+inf) = inf, log(1) = +0.
+
+Accuracy (tests/test_vecmath.py): at most 1 ulp against an extended-precision
+reference (x87 long double, cross-checked with mpmath), on random bit patterns over
+the whole range plus the edge cases; measured maxima are in BENCHMARKS.md.
+"""
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+from numba import types
+from numba.extending import intrinsic, overload
+
+__all__ = ["exp", "log", "exp_f64", "log_f64", "exp_f32", "log_f32"]
+
+
+@intrinsic
+def _f64_bits(typingctx, x):
+    """The IEEE bits of a float64 as an int64 (an LLVM bitcast: free and vectorisable)."""
+    if x != types.float64:
+        return None
+
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], context.get_value_type(types.int64))
+    return types.int64(types.float64), codegen
+
+
+@intrinsic
+def _f64_from_bits(typingctx, n):
+    """The float64 whose IEEE bits are the int64 ``n``."""
+    if n != types.int64:
+        return None
+
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], context.get_value_type(types.float64))
+    return types.float64(types.int64), codegen
+
+
+_JIT = dict(nogil=True, fastmath=False, error_model="numpy", cache=True)
+
+# fdlibm e_exp.c constants.
+_INVLN2 = 1.44269504088896338700e+00
+_LN2HI = 6.93147180369123816490e-01        # 0x3fe62e42fee00000: 32 significant bits
+_LN2LO = 1.90821492927058770002e-10
+_P1 = 1.66666666666666019037e-01
+_P2 = -2.77777777770155933842e-03
+_P3 = 6.61375632143793436117e-05
+_P4 = -1.65339022054652515390e-06
+_P5 = 4.13813679705723846039e-08
+_SHIFT = 6755399441055744.0                # 1.5 * 2^52: x + _SHIFT rounds x to an integer
+_SHIFT_BITS = 0x4338000000000000           # its bits; the low mantissa bits then hold that integer
+_EXP_HI = 710.0                            # > log(DBL_MAX) = 709.78: exp overflows to inf
+_EXP_LO = -746.0                           # < log(2^-1075) = -745.13: exp rounds to +0
+
+# fdlibm e_log.c constants.
+_LG1 = 6.666666666666735130e-01
+_LG2 = 3.999999999940941908e-01
+_LG3 = 2.857142874366239149e-01
+_LG4 = 2.222219843214978396e-01
+_LG5 = 1.818357216161805012e-01
+_LG6 = 1.531383769920937332e-01
+_LG7 = 1.479819860511658591e-01
+_TWO54 = 18014398509481984.0
+_DBL_MIN = 2.2250738585072014e-308
+
+
+@numba.njit(**_JIT)
+def exp_f64(x):
+    """e**x for a float64 scalar, error < 1 ulp (fdlibm e_exp.c, branch-free; see module doc).
+
+    Args: x: float64 scalar.  Returns: float64.  Raises nothing: NaN -> NaN,
+    +inf -> inf, -inf -> 0, x > 709.78 -> inf, x < -745.13 -> 0, subnormal results rounded once.
+    """
+    xc = _EXP_HI if x > _EXP_HI else x      # NaN compares false and stays NaN
+    xc = _EXP_LO if xc < _EXP_LO else xc
+    t = xc * _INVLN2 + _SHIFT
+    kf = t - _SHIFT                         # round(x / ln2), |kf| <= 1077
+    k = _f64_bits(t) - _SHIFT_BITS
+    hi = xc - kf * _LN2HI                   # exact (Cody-Waite)
+    lo = kf * _LN2LO
+    r = hi - lo
+    rr = r * r
+    c = r - rr * (_P1 + rr * (_P2 + rr * (_P3 + rr * (_P4 + rr * _P5))))
+    y = 1.0 - ((lo - (r * c) / (2.0 - c)) - hi)
+    k1 = k >> 1                             # 2^k = 2^k1 * 2^k2 with both halves normal
+    k2 = k - k1
+    return (y * _f64_from_bits((k1 + 1023) << 52)) * _f64_from_bits((k2 + 1023) << 52)
+
+
+@numba.njit(**_JIT)
+def log_f64(x):
+    """Natural logarithm of a float64 scalar, error < 1 ulp (fdlibm e_log.c, branch-free).
+
+    Args: x: float64 scalar.  Returns: float64.  Raises nothing: NaN and x < 0 -> NaN,
+    +-0 -> -inf, +inf -> inf.
+    """
+    tiny = x < _DBL_MIN                     # subnormal (and 0, negative): scale by 2^54
+    xs = x * _TWO54 if tiny else x
+    bits = _f64_bits(xs)
+    hx = bits >> 32
+    k = (hx >> 20) - 1023 - (54 if tiny else 0)
+    hm = hx & 0x000fffff
+    i = (hm + 0x95f64) & 0x100000           # 1 when the mantissa is above sqrt(2)
+    xn = _f64_from_bits(((hm | (i ^ 0x3ff00000)) << 32) | (bits & 0xffffffff))
+    k += i >> 20
+    f = xn - 1.0
+    s = f / (2.0 + f)
+    dk = float(k)
+    z = s * s
+    w = z * z
+    t1 = w * (_LG2 + w * (_LG4 + w * _LG6))
+    t2 = z * (_LG1 + w * (_LG3 + w * (_LG5 + w * _LG7)))
+    rr = t2 + t1
+    hfsq = 0.5 * f * f
+    far = dk * _LN2HI - ((hfsq - (s * (hfsq + rr) + dk * _LN2LO)) - f)
+    near = dk * _LN2HI - ((s * (f - rr) - dk * _LN2LO) - f)
+    y = far if ((hm - 0x6147a) | (0x6b851 - hm)) > 0 else near
+    y = x if x == math.inf else y
+    y = -math.inf if x == 0.0 else y
+    y = math.nan if x < 0.0 else y
+    return x if x != x else y
+
+
+@numba.njit(**_JIT)
+def exp_f32(x):
+    """e**x for a float32 scalar: the float64 result rounded once, error < 1 ulp of float32."""
+    return np.float32(exp_f64(np.float64(x)))
+
+
+@numba.njit(**_JIT)
+def log_f32(x):
+    """log(x) for a float32 scalar: the float64 result rounded once, error < 1 ulp of float32."""
+    return np.float32(log_f64(np.float64(x)))
+
+
+def exp(x):
+    """e**x, vectorisable inside Numba code (float64 -> float64, float32 -> float32).
+
+    Called from Python it is ``np.exp``; inside ``njit`` code it dispatches on the
+    dtype to :func:`exp_f64`/:func:`exp_f32` (other types: Numba TypingError).
+    """
+    return np.exp(x)
+
+
+def log(x):
+    """Natural logarithm, vectorisable inside Numba code; see :func:`exp` for dispatch."""
+    return np.log(x)
+
+
+@overload(exp)
+def _exp_overload(x):
+    if x == types.float64:
+        return lambda x: exp_f64(x)
+    if x == types.float32:
+        return lambda x: exp_f32(x)
+    return None
+
+
+@overload(log)
+def _log_overload(x):
+    if x == types.float64:
+        return lambda x: log_f64(x)
+    if x == types.float32:
+        return lambda x: log_f32(x)
+    return None
