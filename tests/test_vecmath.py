@@ -1,4 +1,4 @@
-"""symgrad.emit.vecmath: exp and log within 1 ulp, exact specials, loops that vectorise.
+"""symgrad.emit.vecmath: exp, log and log1p within 1 ulp, exact specials, loops that vectorise.
 
 Reference: the x87 80-bit long double (64-bit significand; NumPy's ``longdouble`` on
 x86-64 Linux) evaluates exp/log of each float64/float32 input with a relative error
@@ -39,7 +39,14 @@ def _log_loop(x, out):
         out[i] = vm.log(x[i])
 
 
-FUNCS = {"exp": (_exp_loop, np.exp, mpmath.exp), "log": (_log_loop, np.log, mpmath.log)}
+@numba.njit(error_model="numpy")
+def _log1p_loop(x, out):
+    for i in range(x.size):
+        out[i] = vm.log1p(x[i])
+
+
+FUNCS = {"exp": (_exp_loop, np.exp, mpmath.exp), "log": (_log_loop, np.log, mpmath.log),
+         "log1p": (_log1p_loop, np.log1p, mpmath.log1p)}
 
 
 def run(name, x):
@@ -117,7 +124,20 @@ def log_inputs(dtype, n, rng):
     return np.concatenate([np.asarray(p).astype(dtype) for p in parts])
 
 
-INPUTS = {"exp": exp_inputs, "log": log_inputs}
+def log1p_inputs(dtype, n, rng):
+    fi = np.finfo(dtype)
+    tiny = -40 if dtype == np.float32 else -320
+    parts = [np.abs(random_bits(rng, dtype, n // 4)), random_bits(rng, dtype, n // 8),
+             rng.uniform(-1.0, 2.0, n // 4), rng.uniform(-0.35, 0.45, n // 8),
+             rng.choice([-1.0, 1.0], n // 4) * 10.0 ** rng.uniform(tiny, 0, n // 4),
+             -1.0 + 10.0 ** rng.uniform(-16 if dtype == np.float64 else -7, -1, n // 20),
+             around(-1.0, dtype), around(-0.2928932188134524, dtype), around(0.41421356237309503, dtype),
+             around(1.0, dtype), around(2.0 ** (fi.nmant + 1), dtype), around(float(fi.max), dtype),
+             np.array(SPECIALS + [-2.0, float(fi.max), float(fi.smallest_subnormal)])]
+    return np.concatenate([np.asarray(p).astype(dtype) for p in parts])
+
+
+INPUTS = {"exp": exp_inputs, "log": log_inputs, "log1p": log1p_inputs}
 
 
 def max_ulp_error(name, dtype, n, seed):
@@ -130,7 +150,7 @@ def max_ulp_error(name, dtype, n, seed):
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
-@pytest.mark.parametrize("name", ["exp", "log"])
+@pytest.mark.parametrize("name", ["exp", "log", "log1p"])
 def test_within_one_ulp(name, dtype):
     err, x, y, n = max_ulp_error(name, dtype, 200_000, seed=19)
     assert n >= 200_000
@@ -140,7 +160,7 @@ def test_within_one_ulp(name, dtype):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
-@pytest.mark.parametrize("name", ["exp", "log"])
+@pytest.mark.parametrize("name", ["exp", "log", "log1p"])
 def test_within_one_ulp_million_points(name, dtype):
     for seed in range(3):
         err, x, y, n = max_ulp_error(name, dtype, 1_000_000, seed=100 + seed)
@@ -148,12 +168,12 @@ def test_within_one_ulp_million_points(name, dtype):
         assert err <= 1.0, f"vecmath.{name}({x!r}) = {y!r}: {err:.3f} ulp"
 
 
-@pytest.mark.parametrize("name", ["exp", "log"])
+@pytest.mark.parametrize("name", ["exp", "log", "log1p"])
 def test_reference_agrees_with_mpmath(name):
     """The long double reference is within 0.01 ulp of float64 of mpmath at 120 bits."""
     x = INPUTS[name](np.float64, 4000, np.random.default_rng(7))
     with np.errstate(all="ignore"):
-        x = x[np.isfinite(x) & ((x > 0) if name == "log" else (np.abs(x) < 745))]
+        x = x[np.isfinite(x) & {"log": x > 0, "log1p": x > -1, "exp": np.abs(x) < 745}[name]]
     ref = reference(name, x)
     with mpmath.workprec(120):
         exact = np.array([LD(str(FUNCS[name][2](mpmath.mpf(float(v))))) for v in x])
@@ -191,6 +211,13 @@ def test_log_specials(dtype):
         (2.0, np.log(dtype(2.0))), (float(fi.smallest_subnormal), np.log(LD(fi.smallest_subnormal)))])
 
 
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_log1p_specials(dtype):
+    _check_specials("log1p", dtype, [
+        (0.0, 0.0), (-0.0, -0.0), (np.inf, np.inf), (-np.inf, np.nan), (np.nan, np.nan),
+        (-1.0, -np.inf), (-2.0, np.nan), (float(np.finfo(dtype).smallest_subnormal), float(np.finfo(dtype).smallest_subnormal))])
+
+
 def test_exp_subnormal_results_are_correctly_rounded_powers_of_two():
     """exp(k ln 2) for k in the subnormal range lands on 2^k (a single rounding in the scaling)."""
     k = np.arange(-1074, -1021)
@@ -203,13 +230,13 @@ def test_python_level_calls_fall_back_to_numpy():
     assert vm.exp(1.0) == np.exp(1.0) and vm.log(2.0) == np.log(2.0)
 
 
-@pytest.mark.parametrize("loop", [_exp_loop, _log_loop])
+@pytest.mark.parametrize("loop", [_exp_loop, _log_loop, _log1p_loop])
 def test_loops_vectorise_without_libm_calls(loop):
     """The loop's LLVM IR holds vector arithmetic and no scalar exp/log calls."""
     x = np.ones(4)
     loop(x, np.empty_like(x))
     ir = loop.inspect_llvm()[(numba.typeof(x), numba.typeof(x))]
-    assert not re.search(r"call .*@(llvm\.)?(exp|log)(\.f64)?\(", ir)
+    assert not re.search(r"call .*@(llvm\.)?(exp|log|log1p)(\.f64)?\(", ir)
     assert re.search(r"<\d+ x double>", ir)
 
 

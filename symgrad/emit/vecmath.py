@@ -46,7 +46,7 @@ import numpy as np
 from numba import types
 from numba.extending import intrinsic, overload
 
-__all__ = ["exp", "log", "exp_f64", "log_f64", "exp_f32", "log_f32"]
+__all__ = ["exp", "log", "log1p", "exp_f64", "log_f64", "log1p_f64", "exp_f32", "log_f32", "log1p_f32"]
 
 
 @intrinsic
@@ -168,6 +168,46 @@ def log_f32(x):
     return np.float32(log_f64(np.float64(x)))
 
 
+@numba.njit(**_JIT)
+def log1p_f64(x):
+    """log(1 + x) for a float64 scalar, error < 1 ulp (fdlibm s_log1p.c, branch-free).
+
+    u = 1 + x is rounded; its rounding error c (exact by Fast2Sum) enters the
+    polynomial as c/u, so log1p(x) = k ln2 + log(1 + f) + c/u with one final rounding.
+    For -0.2929 < x < 0.4142 (1 + x within [sqrt(2)/2, sqrt(2))) f = x and k = c = 0.
+    Args: x: float64 scalar.  Returns: float64.  Raises nothing: x < -1 and NaN -> NaN,
+    -1 -> -inf, +inf -> inf, +-0 -> +-0.
+    """
+    u = 1.0 + x
+    c = (1.0 - (u - x) if u >= 2.0 else x - (u - 1.0)) / u
+    bits = _f64_bits(u)
+    hx = bits >> 32
+    hu = hx & 0x000fffff
+    big = hu >= 0x6a09e                     # mantissa of u above sqrt(2): use u/2
+    k = (hx >> 20) - 1023 + (1 if big else 0)
+    un = _f64_from_bits(((hu | (0x3fe00000 if big else 0x3ff00000)) << 32) | (bits & 0xffffffff))
+    near = (x > -0.2928932188134524) & (x < 0.41421356237309503)
+    f = x if near else un - 1.0
+    c = 0.0 if near else c
+    dk = 0.0 if near else float(k)
+    hfsq = 0.5 * f * f
+    s = f / (2.0 + f)
+    z = s * s
+    rr = z * (_LG1 + z * (_LG2 + z * (_LG3 + z * (_LG4 + z * (_LG5 + z * (_LG6 + z * _LG7))))))
+    y = dk * _LN2HI - ((hfsq - (s * (hfsq + rr) + (dk * _LN2LO + c))) - f)
+    y = x if x == math.inf else y
+    y = x if x == 0.0 else y                # keeps the sign of zero
+    y = -math.inf if x == -1.0 else y
+    y = math.nan if x < -1.0 else y
+    return x if x != x else y
+
+
+@numba.njit(**_JIT)
+def log1p_f32(x):
+    """log(1 + x) for a float32 scalar: the float64 result rounded once, error < 1 ulp of float32."""
+    return np.float32(log1p_f64(np.float64(x)))
+
+
 def exp(x):
     """e**x, vectorisable inside Numba code (float64 -> float64, float32 -> float32).
 
@@ -180,6 +220,20 @@ def exp(x):
 def log(x):
     """Natural logarithm, vectorisable inside Numba code; see :func:`exp` for dispatch."""
     return np.log(x)
+
+
+def log1p(x):
+    """log(1 + x), vectorisable inside Numba code; see :func:`exp` for dispatch."""
+    return np.log1p(x)
+
+
+@overload(log1p)
+def _log1p_overload(x):
+    if x == types.float64:
+        return lambda x: log1p_f64(x)
+    if x == types.float32:
+        return lambda x: log1p_f32(x)
+    return None
 
 
 @overload(exp)
