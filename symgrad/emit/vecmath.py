@@ -46,7 +46,7 @@ import numpy as np
 from numba import types
 from numba.extending import intrinsic, overload
 
-__all__ = ["exp", "log", "log1p", "exp_f64", "log_f64", "log1p_f64", "exp_f32", "log_f32", "log1p_f32"]
+__all__ = ["exp", "log", "log1p", "sigmoid", "softplus", "sigmoid_f64", "softplus_f64", "sigmoid_f32", "softplus_f32", "exp_f64", "log_f64", "log1p_f64", "exp_f32", "log_f32", "log1p_f32"]
 
 
 @intrinsic
@@ -156,13 +156,13 @@ def log_f64(x):
     return x if x != x else y
 
 
-@numba.njit(**_JIT)
+@numba.njit(inline="always", **_JIT)
 def exp_f32(x):
     """e**x for a float32 scalar: the float64 result rounded once, error < 1 ulp of float32."""
     return np.float32(exp_f64(np.float64(x)))
 
 
-@numba.njit(**_JIT)
+@numba.njit(inline="always", **_JIT)
 def log_f32(x):
     """log(x) for a float32 scalar: the float64 result rounded once, error < 1 ulp of float32."""
     return np.float32(log_f64(np.float64(x)))
@@ -202,10 +202,43 @@ def log1p_f64(x):
     return x if x != x else y
 
 
-@numba.njit(**_JIT)
+@numba.njit(inline="always", **_JIT)
 def log1p_f32(x):
     """log(1 + x) for a float32 scalar: the float64 result rounded once, error < 1 ulp of float32."""
     return np.float32(log1p_f64(np.float64(x)))
+
+
+@numba.njit(**_JIT)
+def sigmoid_f64(x):
+    """1/(1 + e**-x) for a float64 scalar without overflow: e = exp(-|x|), then 1/(1+e) or e/(1+e).
+
+    Same formula as the prelude's ``_sigmoid`` (the select replaces its branch).  Three
+    roundings after exp: see BENCHMARKS.md / tests for the measured error (not <= 1 ulp).
+    """
+    e = exp_f64(-abs(x))
+    return (1.0 if x >= 0.0 else e) / (1.0 + e)
+
+
+@numba.njit(inline="always", **_JIT)     # inlined in Numba IR: too big for LLVM's inliner, whose
+def softplus_f64(x):                      # call would stop the caller's loop vectorising (no division here)
+    """log(1 + e**x) for a float64 scalar as max(x, 0) + log1p(exp(-|x|)) (Maechler 2012).
+
+    NaN -> NaN, +inf -> inf, -inf -> 0.  Two rounded functions and a sum: measured error in
+    tests/test_vecmath.py (not <= 1 ulp for x < 0).
+    """
+    return (x if x > 0.0 else 0.0) + log1p_f64(exp_f64(-abs(x)))
+
+
+@numba.njit(inline="always", **_JIT)
+def sigmoid_f32(x):
+    """Logistic function for a float32 scalar: float64 evaluation rounded once, error < 1 ulp."""
+    return np.float32(sigmoid_f64(np.float64(x)))
+
+
+@numba.njit(inline="always", **_JIT)
+def softplus_f32(x):
+    """log(1 + e**x) for a float32 scalar: float64 evaluation rounded once, error < 1 ulp."""
+    return np.float32(softplus_f64(np.float64(x)))
 
 
 def exp(x):
@@ -227,7 +260,7 @@ def log1p(x):
     return np.log1p(x)
 
 
-@overload(log1p)
+@overload(log1p, inline="always")   # the call below then sits in the caller (see softplus_f64)
 def _log1p_overload(x):
     if x == types.float64:
         return lambda x: log1p_f64(x)
@@ -236,7 +269,36 @@ def _log1p_overload(x):
     return None
 
 
-@overload(exp)
+def sigmoid(x):
+    """1/(1 + e**-x), vectorisable inside Numba code; from Python, NumPy in the same stable form."""
+    e = np.exp(-np.abs(x))
+    return np.where(x >= 0, 1, e) / (1 + e)
+
+
+def softplus(x):
+    """log(1 + e**x), vectorisable inside Numba code; from Python, NumPy in the same stable form."""
+    return np.maximum(x, 0) + np.log1p(np.exp(-np.abs(x)))
+
+
+@overload(sigmoid, inline="always")   # the call below then sits in the caller (see softplus_f64)
+def _sigmoid_overload(x):
+    if x == types.float64:
+        return lambda x: sigmoid_f64(x)
+    if x == types.float32:
+        return lambda x: sigmoid_f32(x)
+    return None
+
+
+@overload(softplus, inline="always")   # the call below then sits in the caller (see softplus_f64)
+def _softplus_overload(x):
+    if x == types.float64:
+        return lambda x: softplus_f64(x)
+    if x == types.float32:
+        return lambda x: softplus_f32(x)
+    return None
+
+
+@overload(exp, inline="always")   # the call below then sits in the caller (see softplus_f64)
 def _exp_overload(x):
     if x == types.float64:
         return lambda x: exp_f64(x)
@@ -245,7 +307,7 @@ def _exp_overload(x):
     return None
 
 
-@overload(log)
+@overload(log, inline="always")   # the call below then sits in the caller (see softplus_f64)
 def _log_overload(x):
     if x == types.float64:
         return lambda x: log_f64(x)
