@@ -1,4 +1,4 @@
-"""symgrad.emit.vecmath: exp, log, log1p (and float32 sigmoid, softplus) within 1 ulp, exact specials, loops that vectorise.
+"""symgrad.emit.vecmath: exp, expm1, log, log1p (and float32 sigmoid, softplus) within 1 ulp, exact specials, loops that vectorise.
 
 Reference: the x87 80-bit long double (64-bit significand; NumPy's ``longdouble`` on
 x86-64 Linux) evaluates exp/log of each float64/float32 input with a relative error
@@ -46,6 +46,12 @@ def _log1p_loop(x, out):
 
 
 @numba.njit(error_model="numpy")
+def _expm1_loop(x, out):
+    for i in range(x.size):
+        out[i] = vm.expm1(x[i])
+
+
+@numba.njit(error_model="numpy")
 def _sigmoid_loop(x, out):
     for i in range(x.size):
         out[i] = vm.sigmoid(x[i])
@@ -67,7 +73,7 @@ def _ld_softplus(x):
 
 
 FUNCS = {"exp": (_exp_loop, np.exp, mpmath.exp), "log": (_log_loop, np.log, mpmath.log),
-         "log1p": (_log1p_loop, np.log1p, mpmath.log1p),
+         "log1p": (_log1p_loop, np.log1p, mpmath.log1p), "expm1": (_expm1_loop, np.expm1, mpmath.expm1),
          "sigmoid": (_sigmoid_loop, _ld_sigmoid, lambda v: 1 / (1 + mpmath.exp(-v))),
          "softplus": (_softplus_loop, _ld_softplus, lambda v: mpmath.log1p(mpmath.exp(v)))}
 
@@ -166,12 +172,19 @@ def log1p_inputs(dtype, n, rng):
     return np.concatenate([np.asarray(p).astype(dtype) for p in parts])
 
 
+def expm1_inputs(dtype, n, rng):
+    ln2 = np.log(2.0)
+    edges = [around(k * ln2 + d, dtype, 5) for k in (-2, -1, 1, 2, 19, 20, 56, 57) for d in (-0.5 * ln2, 0.5 * ln2)]
+    return np.concatenate([exp_inputs(dtype, n // 2, rng), rng.uniform(-40.0 * ln2, 60.0 * ln2, n // 4).astype(dtype),
+                           rng.uniform(-1.5, 1.5, n // 4).astype(dtype), around(-0.25, dtype)] + edges)
+
+
 def logistic_inputs(dtype, n, rng):
     return np.concatenate([exp_inputs(dtype, n // 2, rng), -exp_inputs(dtype, n // 4, rng),
                            rng.uniform(-40.0, 40.0, n // 4).astype(dtype)])
 
 
-INPUTS = {"exp": exp_inputs, "log": log_inputs, "log1p": log1p_inputs,
+INPUTS = {"exp": exp_inputs, "log": log_inputs, "log1p": log1p_inputs, "expm1": expm1_inputs,
           "sigmoid": logistic_inputs, "softplus": logistic_inputs}
 
 
@@ -184,7 +197,7 @@ def max_ulp_error(name, dtype, n, seed):
     return float(err[worst]), x[worst], y[worst], x.size
 
 
-ALL = ["exp", "log", "log1p", "sigmoid", "softplus"]
+ALL = ["exp", "expm1", "log", "log1p", "sigmoid", "softplus"]
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
@@ -206,12 +219,12 @@ def test_within_one_ulp_million_points(name, dtype):
         assert err <= BOUNDS.get((name, dtype), 1.0), f"vecmath.{name}({x!r}) = {y!r}: {err:.3f} ulp"
 
 
-@pytest.mark.parametrize("name", ["exp", "log", "log1p"])
+@pytest.mark.parametrize("name", ["exp", "expm1", "log", "log1p"])
 def test_reference_agrees_with_mpmath(name):
     """The long double reference is within 0.01 ulp of float64 of mpmath at 120 bits."""
     x = INPUTS[name](np.float64, 4000, np.random.default_rng(7))
     with np.errstate(all="ignore"):
-        x = x[np.isfinite(x) & {"log": x > 0, "log1p": x > -1, "exp": np.abs(x) < 745}[name]]
+        x = x[np.isfinite(x) & {"log": x > 0, "log1p": x > -1, "exp": np.abs(x) < 745, "expm1": np.abs(x) < 700}[name]]
     ref = reference(name, x)
     with mpmath.workprec(120):
         exact = np.array([LD(str(FUNCS[name][2](mpmath.mpf(float(v))))) for v in x])
@@ -257,6 +270,15 @@ def test_log1p_specials(dtype):
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_expm1_specials(dtype):
+    fi = np.finfo(dtype)
+    _check_specials("expm1", dtype, [
+        (0.0, 0.0), (-0.0, -0.0), (np.inf, np.inf), (-np.inf, -1.0), (np.nan, np.nan), (-50.0, -1.0),
+        (1e6, np.inf), (float(fi.max), np.inf), (-float(fi.max), -1.0),
+        (float(fi.smallest_subnormal), float(fi.smallest_subnormal))])
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
 def test_sigmoid_softplus_specials(dtype):
     big = float(np.finfo(dtype).max)
     _check_specials("sigmoid", dtype, [(0.0, 0.5), (-0.0, 0.5), (np.inf, 1.0), (-np.inf, 0.0), (np.nan, np.nan),
@@ -286,13 +308,13 @@ def test_python_level_calls_fall_back_to_numpy():
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
-@pytest.mark.parametrize("loop", [_exp_loop, _log_loop, _log1p_loop, _sigmoid_loop, _softplus_loop])
+@pytest.mark.parametrize("loop", [_exp_loop, _expm1_loop, _log_loop, _log1p_loop, _sigmoid_loop, _softplus_loop])
 def test_loops_vectorise_without_libm_calls(loop, dtype):
     """The loop's LLVM IR holds vector arithmetic and no scalar exp/log calls."""
     x = np.ones(4, dtype)
     loop(x, np.empty_like(x))
     ir = loop.inspect_llvm()[(numba.typeof(x), numba.typeof(x))]
-    assert not re.search(r"call .*@(llvm\.)?(exp|log|log1p)(\.f64)?\(", ir)
+    assert not re.search(r"call .*@(llvm\.)?(exp|expm1|log|log1p)(\.f64)?\(", ir)
     assert re.search(r"<\d+ x double>", ir)
 
 

@@ -46,7 +46,7 @@ import numpy as np
 from numba import types
 from numba.extending import intrinsic, overload
 
-__all__ = ["exp", "log", "log1p", "sigmoid", "softplus", "sigmoid_f64", "softplus_f64", "sigmoid_f32", "softplus_f32", "exp_f64", "log_f64", "log1p_f64", "exp_f32", "log_f32", "log1p_f32"]
+__all__ = ["exp", "expm1", "log", "log1p", "expm1_f64", "expm1_f32", "sigmoid", "softplus", "sigmoid_f64", "softplus_f64", "sigmoid_f32", "softplus_f32", "exp_f64", "log_f64", "log1p_f64", "exp_f32", "log_f32", "log1p_f32"]
 
 
 @intrinsic
@@ -208,6 +208,68 @@ def log1p_f32(x):
     return np.float32(log1p_f64(np.float64(x)))
 
 
+_Q1 = -3.33333333333331316428e-02          # fdlibm s_expm1.c
+_Q2 = 1.58730158725481460165e-03
+_Q3 = -7.93650757867487942473e-05
+_Q4 = 4.00821782732936239552e-06
+_Q5 = -2.01099218183624371326e-07
+
+
+@numba.njit(**_JIT)
+def _div(a, b):
+    """a / b as IEEE division: a small function LLVM inlines, keeping NumPy's error model
+    inside callers that are inlined in Numba IR (whose own ``/`` would follow the caller's)."""
+    return a / b
+
+
+@numba.njit(inline="always", **_JIT)    # too big for LLVM's inliner (see softplus_f64); its one
+def expm1_f64(x):                         # division goes through _div
+    """e**x - 1 for a float64 scalar, error < 1 ulp (fdlibm s_expm1.c, branch-free).
+
+    x = k ln2 + r (+ c, the rounding error of r), |r| <= ln2/2; expm1(r) from a degree-5
+    Remez rational form in r^2/2 (error < 2^-61); then 2^k (expm1(r) + 1) - 1 written for
+    each k range as fdlibm does (k = 0, -1, 1, 2..19, 20..56, else), all computed and selected.
+    Args: x: float64 scalar.  Returns: float64.  Raises nothing: NaN -> NaN, +inf -> inf,
+    -inf -> -1, x > 709.78 -> inf, +-0 -> +-0.
+    """
+    xc = _EXP_HI if x > _EXP_HI else x
+    xc = -60.0 if xc < -60.0 else xc        # expm1(-60) rounds to -1
+    t = xc * _INVLN2 + _SHIFT
+    kf = t - _SHIFT
+    k = _f64_bits(t) - _SHIFT_BITS
+    hi = xc - kf * _LN2HI
+    lo = kf * _LN2LO
+    r = hi - lo
+    c = (hi - r) - lo
+    hfx = 0.5 * r
+    hxs = r * hfx
+    r1 = 1.0 + hxs * (_Q1 + hxs * (_Q2 + hxs * (_Q3 + hxs * (_Q4 + hxs * _Q5))))
+    tt = 3.0 - r1 * hfx
+    e = hxs * _div(r1 - tt, 6.0 - r * tt)
+    y0 = r - (r * e - hxs)                  # k == 0 (c == 0)
+    e = (r * (e - c) - c) - hxs
+    ym1 = 0.5 * (r - e) - 0.5               # k == -1
+    y1 = -2.0 * (e - (r + 0.5)) if r < -0.25 else 1.0 + 2.0 * (r - e)
+    k1 = k >> 1
+    yfar = ((1.0 - (e - r)) * _f64_from_bits((k1 + 1023) << 52)) * _f64_from_bits((k - k1 + 1023) << 52) - 1.0
+    twopk = _f64_from_bits((k + 1023) << 52)            # 2^k for 2 <= k <= 56
+    twomk = _f64_from_bits((1023 - k) << 52)            # 2^-k
+    ymid = ((1.0 - twomk) - (e - r)) * twopk            # 2 <= k < 20
+    yhigh = ((r - (e + twomk)) + 1.0) * twopk           # 20 <= k <= 56
+    y = yhigh if k >= 20 else ymid
+    y = yfar if (k <= -2) | (k > 56) else y
+    y = y1 if k == 1 else y
+    y = ym1 if k == -1 else y
+    y = y0 if k == 0 else y
+    return x if x != x else y
+
+
+@numba.njit(inline="always", **_JIT)
+def expm1_f32(x):
+    """e**x - 1 for a float32 scalar: the float64 result rounded once, error < 1 ulp of float32."""
+    return np.float32(expm1_f64(np.float64(x)))
+
+
 @numba.njit(**_JIT)
 def sigmoid_f64(x):
     """1/(1 + e**-x) for a float64 scalar without overflow: e = exp(-|x|), then 1/(1+e) or e/(1+e).
@@ -278,6 +340,20 @@ def sigmoid(x):
 def softplus(x):
     """log(1 + e**x), vectorisable inside Numba code; from Python, NumPy in the same stable form."""
     return np.maximum(x, 0) + np.log1p(np.exp(-np.abs(x)))
+
+
+def expm1(x):
+    """e**x - 1, vectorisable inside Numba code; see :func:`exp` for dispatch."""
+    return np.expm1(x)
+
+
+@overload(expm1, inline="always")   # the call below then sits in the caller (see softplus_f64)
+def _expm1_overload(x):
+    if x == types.float64:
+        return lambda x: expm1_f64(x)
+    if x == types.float32:
+        return lambda x: expm1_f32(x)
+    return None
 
 
 @overload(sigmoid, inline="always")   # the call below then sits in the caller (see softplus_f64)
