@@ -1,4 +1,4 @@
-"""symgrad.emit.vecmath: exp, expm1, log, log1p (and float32 sigmoid, softplus) within 1 ulp, exact specials, loops that vectorise.
+"""symgrad.emit.vecmath: exp, expm1, log, log1p (and float32 tanh, sigmoid, softplus) within 1 ulp, exact specials, loops that vectorise.
 
 Reference: the x87 80-bit long double (64-bit significand; NumPy's ``longdouble`` on
 x86-64 Linux) evaluates exp/log of each float64/float32 input with a relative error
@@ -52,6 +52,12 @@ def _expm1_loop(x, out):
 
 
 @numba.njit(error_model="numpy")
+def _tanh_loop(x, out):
+    for i in range(x.size):
+        out[i] = vm.tanh(x[i])
+
+
+@numba.njit(error_model="numpy")
 def _sigmoid_loop(x, out):
     for i in range(x.size):
         out[i] = vm.sigmoid(x[i])
@@ -74,6 +80,7 @@ def _ld_softplus(x):
 
 FUNCS = {"exp": (_exp_loop, np.exp, mpmath.exp), "log": (_log_loop, np.log, mpmath.log),
          "log1p": (_log1p_loop, np.log1p, mpmath.log1p), "expm1": (_expm1_loop, np.expm1, mpmath.expm1),
+         "tanh": (_tanh_loop, np.tanh, mpmath.tanh),
          "sigmoid": (_sigmoid_loop, _ld_sigmoid, lambda v: 1 / (1 + mpmath.exp(-v))),
          "softplus": (_softplus_loop, _ld_softplus, lambda v: mpmath.log1p(mpmath.exp(v)))}
 
@@ -81,7 +88,9 @@ FUNCS = {"exp": (_exp_loop, np.exp, mpmath.exp), "log": (_log_loop, np.log, mpma
 # (< 0.86 ulp), log1p (< 0.79 ulp) and one or two rounded operations: relative error below
 # (2 * 0.86 + 2) * 2^-53 resp. (2 * 0.86 + 1.58) * 2^-53, i.e. 3.72 resp. 3.3 ulp at most
 # (the same formulas with NumPy's libm have the same bound; measured 2.2 and 1.4 ulp).
-BOUNDS = {("sigmoid", np.float64): 3.72, ("softplus", np.float64): 3.3}
+# tanh in float64 (fdlibm's -t/(t+2), t = expm1(-2|x|), for |x| < 1): 0.77 ulp of t and
+# two roundings bound it by (1.54 + 1 + 0.66 + 1) * 2^-53, i.e. 4.2 ulp (measured 2.05).
+BOUNDS = {("sigmoid", np.float64): 3.72, ("softplus", np.float64): 3.3, ("tanh", np.float64): 4.2}
 
 
 def run(name, x):
@@ -181,11 +190,12 @@ def expm1_inputs(dtype, n, rng):
 
 def logistic_inputs(dtype, n, rng):
     return np.concatenate([exp_inputs(dtype, n // 2, rng), -exp_inputs(dtype, n // 4, rng),
-                           rng.uniform(-40.0, 40.0, n // 4).astype(dtype)])
+                           rng.uniform(-40.0, 40.0, n // 4).astype(dtype), rng.uniform(-2.0, 2.0, n // 8).astype(dtype),
+                           around(1.0, dtype), around(-1.0, dtype), around(22.0, dtype)])
 
 
 INPUTS = {"exp": exp_inputs, "log": log_inputs, "log1p": log1p_inputs, "expm1": expm1_inputs,
-          "sigmoid": logistic_inputs, "softplus": logistic_inputs}
+          "sigmoid": logistic_inputs, "softplus": logistic_inputs, "tanh": logistic_inputs}
 
 
 def max_ulp_error(name, dtype, n, seed):
@@ -197,7 +207,7 @@ def max_ulp_error(name, dtype, n, seed):
     return float(err[worst]), x[worst], y[worst], x.size
 
 
-ALL = ["exp", "expm1", "log", "log1p", "sigmoid", "softplus"]
+ALL = ["exp", "expm1", "log", "log1p", "tanh", "sigmoid", "softplus"]
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
@@ -279,6 +289,13 @@ def test_expm1_specials(dtype):
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_tanh_specials(dtype):
+    tiny = float(np.finfo(dtype).smallest_subnormal)
+    _check_specials("tanh", dtype, [(0.0, 0.0), (-0.0, -0.0), (np.inf, 1.0), (-np.inf, -1.0), (np.nan, np.nan),
+                                    (30.0, 1.0), (-30.0, -1.0), (tiny, tiny), (-tiny, -tiny)])
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
 def test_sigmoid_softplus_specials(dtype):
     big = float(np.finfo(dtype).max)
     _check_specials("sigmoid", dtype, [(0.0, 0.5), (-0.0, 0.5), (np.inf, 1.0), (-np.inf, 0.0), (np.nan, np.nan),
@@ -308,13 +325,14 @@ def test_python_level_calls_fall_back_to_numpy():
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
-@pytest.mark.parametrize("loop", [_exp_loop, _expm1_loop, _log_loop, _log1p_loop, _sigmoid_loop, _softplus_loop])
+@pytest.mark.parametrize("loop", [_exp_loop, _expm1_loop, _log_loop, _log1p_loop, _tanh_loop, _sigmoid_loop,
+                                  _softplus_loop])
 def test_loops_vectorise_without_libm_calls(loop, dtype):
     """The loop's LLVM IR holds vector arithmetic and no scalar exp/log calls."""
     x = np.ones(4, dtype)
     loop(x, np.empty_like(x))
     ir = loop.inspect_llvm()[(numba.typeof(x), numba.typeof(x))]
-    assert not re.search(r"call .*@(llvm\.)?(exp|expm1|log|log1p)(\.f64)?\(", ir)
+    assert not re.search(r"call .*@(llvm\.)?(exp|expm1|log|log1p|tanh)(\.f64)?\(", ir)
     assert re.search(r"<\d+ x double>", ir)
 
 

@@ -1,4 +1,4 @@
-"""Vectorisable elementary functions for Numba kernels: exp and log, float64 and float32.
+"""Vectorisable elementary functions for Numba kernels: exp, expm1, log, log1p, tanh, sigmoid, softplus.
 
 Numba lowers ``math.exp``/``np.exp`` in a loop to one scalar libm call per element,
 which LLVM cannot vectorise (pip's llvmlite has no vector maths library).  The
@@ -8,7 +8,7 @@ turns into ``select`` instructions; a loop over them vectorises (AVX2/AVX-512).
 No ``fastmath``: every operation rounds as IEEE 754 says, so the error bounds of
 the algorithms below hold.
 
-Algorithms (both are fdlibm's, Sun Microsystems 1993, as kept in FreeBSD msun and
+Algorithms (all fdlibm's, Sun Microsystems 1993, as kept in FreeBSD msun and
 musl; the same ones are described in J.-M. Muller, *Elementary Functions*, 3rd ed.,
 Birkhaeuser 2016, ch. 11, and P. T. P. Tang, "Table-driven implementation of the
 exponential function in IEEE floating-point arithmetic", ACM TOMS 15(2), 1989):
@@ -25,7 +25,13 @@ exponential function in IEEE floating-point arithmetic", ACM TOMS 15(2), 1989):
   s = f/(2 + f), log(1 + f) = f - s (f - R(s^2)) with R a degree-7 Remez polynomial
   (error < 2^-58.45); subnormal x are first scaled by 2^54.  fdlibm's two final
   formulas (chosen by f's range for accuracy) are both computed and selected.
-* ``exp_f32``/``log_f32`` evaluate the float64 functions and round once to float32:
+* ``log1p_f64`` -- fdlibm ``s_log1p.c`` (the log kernel with the rounding error of 1 + x
+  fed in as c/u); ``expm1_f64`` -- fdlibm ``s_expm1.c``, its k-range cases selected.
+* ``tanh_f64`` (fdlibm ``s_tanh.c``, from one expm1), ``sigmoid_f64`` and ``softplus_f64``
+  (the stable forms of emit/prelude.py) compose the above: < 1 ulp in float32, but in float64
+  only within the composition's bound (tanh 4.2, sigmoid 3.72, softplus 3.3 ulp; measured
+  about 2.0, 2.1, 1.4).  1 ulp there needs exp/expm1 with a double-double tail (not done).
+* the ``*_f32`` functions evaluate the float64 ones and round once to float32:
   the float64 error (< 1 ulp of float64 = 2^-29 ulp of float32) plus that rounding
   stays below 1 ulp of float32.
 
@@ -33,8 +39,13 @@ Specials follow IEEE/C99: exp(NaN) = NaN, exp(+inf) = inf, exp(-inf) = +0, exp(+
 overflow gives inf and underflow gives subnormals or +0; log(NaN) = NaN, log(x < 0) =
 NaN, log(+-0) = -inf, log(+inf) = inf, log(1) = +0.
 
-Accuracy (tests/test_vecmath.py): at most 1 ulp against an extended-precision
-reference (x87 long double, cross-checked with mpmath), on random bit patterns over
+Each function exists as ``<name>_f64``, ``<name>_f32`` and ``<name>`` (dispatching on the
+argument's type inside Numba code; NumPy when called from Python).  Functions too big for
+LLVM's inliner are inlined in Numba IR (``inline="always"``) with their divisions in
+``_div``, so they keep NumPy's error model inside any caller and the caller's loop vectorises.
+
+Accuracy (tests/test_vecmath.py): at most 1 ulp (exp, expm1, log, log1p; all functions in
+float32) against an extended-precision reference (x87 long double, cross-checked with mpmath), on random bit patterns over
 the whole range plus the edge cases; measured maxima are in BENCHMARKS.md.
 """
 from __future__ import annotations
@@ -46,7 +57,9 @@ import numpy as np
 from numba import types
 from numba.extending import intrinsic, overload
 
-__all__ = ["exp", "expm1", "log", "log1p", "expm1_f64", "expm1_f32", "sigmoid", "softplus", "sigmoid_f64", "softplus_f64", "sigmoid_f32", "softplus_f32", "exp_f64", "log_f64", "log1p_f64", "exp_f32", "log_f32", "log1p_f32"]
+__all__ = ["exp", "expm1", "log", "log1p", "tanh", "sigmoid", "softplus",
+           "exp_f64", "expm1_f64", "log_f64", "log1p_f64", "tanh_f64", "sigmoid_f64", "softplus_f64",
+           "exp_f32", "expm1_f32", "log_f32", "log1p_f32", "tanh_f32", "sigmoid_f32", "softplus_f32"]
 
 
 @intrinsic
@@ -270,6 +283,28 @@ def expm1_f32(x):
     return np.float32(expm1_f64(np.float64(x)))
 
 
+@numba.njit(inline="always", **_JIT)    # inlined like expm1_f64, divisions through _div
+def tanh_f64(x):
+    """tanh for a float64 scalar from one expm1 (fdlibm s_tanh.c, branch-free).
+
+    t = expm1(2|x|), tanh = 1 - 2/(t + 2) for |x| >= 1; t = expm1(-2|x|), tanh = -t/(t + 2)
+    below; |x| is clamped to 22 (tanh rounds to 1 there); the sign is copied back.  Errors of
+    expm1 and two roundings: not <= 1 ulp for |x| < 1 (bound 4.2 ulp, measured 2.05).  NaN -> NaN, +-inf -> +-1, +-0 -> +-0.
+    """
+    ax = abs(x)
+    ax = 22.0 if ax > 22.0 else ax
+    big = ax >= 1.0
+    t = expm1_f64(2.0 * ax if big else -2.0 * ax)
+    z = 1.0 - _div(2.0, t + 2.0) if big else _div(-t, t + 2.0)
+    return math.copysign(z, x)
+
+
+@numba.njit(inline="always", **_JIT)
+def tanh_f32(x):
+    """tanh for a float32 scalar: the float64 result rounded once, error < 1 ulp of float32."""
+    return np.float32(tanh_f64(np.float64(x)))
+
+
 @numba.njit(**_JIT)
 def sigmoid_f64(x):
     """1/(1 + e**-x) for a float64 scalar without overflow: e = exp(-|x|), then 1/(1+e) or e/(1+e).
@@ -303,90 +338,39 @@ def softplus_f32(x):
     return np.float32(softplus_f64(np.float64(x)))
 
 
-def exp(x):
-    """e**x, vectorisable inside Numba code (float64 -> float64, float32 -> float32).
+def _dispatcher(name, f64, f32, numpy_form, what):
+    """The generic ``name(x)``: inside Numba code f64 or f32 by the argument's type (other
+    types: Numba TypingError), inlined in the caller's IR so its loop can vectorise; called
+    from Python, ``numpy_form`` (NumPy, the same formula)."""
+    def generic(x):
+        return numpy_form(x)
+    generic.__name__ = generic.__qualname__ = name
+    generic.__doc__ = (f"{what}, vectorisable inside Numba code (float64 -> float64, float32 -> float32; "
+                       f"see {f64.__name__}).  From Python: NumPy.")
 
-    Called from Python it is ``np.exp``; inside ``njit`` code it dispatches on the
-    dtype to :func:`exp_f64`/:func:`exp_f32` (other types: Numba TypingError).
-    """
-    return np.exp(x)
-
-
-def log(x):
-    """Natural logarithm, vectorisable inside Numba code; see :func:`exp` for dispatch."""
-    return np.log(x)
-
-
-def log1p(x):
-    """log(1 + x), vectorisable inside Numba code; see :func:`exp` for dispatch."""
-    return np.log1p(x)
-
-
-@overload(log1p, inline="always")   # the call below then sits in the caller (see softplus_f64)
-def _log1p_overload(x):
-    if x == types.float64:
-        return lambda x: log1p_f64(x)
-    if x == types.float32:
-        return lambda x: log1p_f32(x)
-    return None
+    @overload(generic, inline="always")
+    def _typed(x):
+        if x == types.float64:
+            return lambda x: f64(x)
+        if x == types.float32:
+            return lambda x: f32(x)
+        return None
+    return generic
 
 
-def sigmoid(x):
-    """1/(1 + e**-x), vectorisable inside Numba code; from Python, NumPy in the same stable form."""
+def _np_sigmoid(x):
     e = np.exp(-np.abs(x))
     return np.where(x >= 0, 1, e) / (1 + e)
 
 
-def softplus(x):
-    """log(1 + e**x), vectorisable inside Numba code; from Python, NumPy in the same stable form."""
+def _np_softplus(x):
     return np.maximum(x, 0) + np.log1p(np.exp(-np.abs(x)))
 
 
-def expm1(x):
-    """e**x - 1, vectorisable inside Numba code; see :func:`exp` for dispatch."""
-    return np.expm1(x)
-
-
-@overload(expm1, inline="always")   # the call below then sits in the caller (see softplus_f64)
-def _expm1_overload(x):
-    if x == types.float64:
-        return lambda x: expm1_f64(x)
-    if x == types.float32:
-        return lambda x: expm1_f32(x)
-    return None
-
-
-@overload(sigmoid, inline="always")   # the call below then sits in the caller (see softplus_f64)
-def _sigmoid_overload(x):
-    if x == types.float64:
-        return lambda x: sigmoid_f64(x)
-    if x == types.float32:
-        return lambda x: sigmoid_f32(x)
-    return None
-
-
-@overload(softplus, inline="always")   # the call below then sits in the caller (see softplus_f64)
-def _softplus_overload(x):
-    if x == types.float64:
-        return lambda x: softplus_f64(x)
-    if x == types.float32:
-        return lambda x: softplus_f32(x)
-    return None
-
-
-@overload(exp, inline="always")   # the call below then sits in the caller (see softplus_f64)
-def _exp_overload(x):
-    if x == types.float64:
-        return lambda x: exp_f64(x)
-    if x == types.float32:
-        return lambda x: exp_f32(x)
-    return None
-
-
-@overload(log, inline="always")   # the call below then sits in the caller (see softplus_f64)
-def _log_overload(x):
-    if x == types.float64:
-        return lambda x: log_f64(x)
-    if x == types.float32:
-        return lambda x: log_f32(x)
-    return None
+exp = _dispatcher("exp", exp_f64, exp_f32, np.exp, "e**x")
+expm1 = _dispatcher("expm1", expm1_f64, expm1_f32, np.expm1, "e**x - 1")
+log = _dispatcher("log", log_f64, log_f32, np.log, "natural logarithm")
+log1p = _dispatcher("log1p", log1p_f64, log1p_f32, np.log1p, "log(1 + x)")
+tanh = _dispatcher("tanh", tanh_f64, tanh_f32, np.tanh, "hyperbolic tangent")
+sigmoid = _dispatcher("sigmoid", sigmoid_f64, sigmoid_f32, _np_sigmoid, "1/(1 + e**-x)")
+softplus = _dispatcher("softplus", softplus_f64, softplus_f32, _np_softplus, "log(1 + e**x)")
