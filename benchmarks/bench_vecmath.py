@@ -1,6 +1,6 @@
 """Vectorised elementary functions (issue 19): a Numba loop calling math.exp/log vs symgrad.emit.vecmath vs NumPy.
 
-For n = 10^7 points (x ~ N(0, 30); log: |x|), float64 and float32, one thread, the same
+For n = 10^7 points (x ~ N(0, 30); log: |x|; tanh: x/10), float64 and float32, one thread, the same
 array each time: ``for i in range(n): out[i] = f(x[i])`` compiled by Numba (no fastmath)
 with scalar libm calls (``math.exp``/``math.log``; for sigmoid and softplus the forms of
 emit/prelude.py's ``_sigmoid``/``_softplus``) and with ``vecmath.*``, against NumPy
@@ -55,6 +55,30 @@ def loop_math_log(x, out):
 def loop_vm_log(x, out):
     for i in range(x.size):
         out[i] = vm.log(x[i])
+
+
+@numba.njit(error_model="numpy", nogil=True)
+def loop_math_expm1(x, out):
+    for i in range(x.size):
+        out[i] = math.expm1(x[i])
+
+
+@numba.njit(error_model="numpy", nogil=True)
+def loop_vm_expm1(x, out):
+    for i in range(x.size):
+        out[i] = vm.expm1(x[i])
+
+
+@numba.njit(error_model="numpy", nogil=True)
+def loop_math_tanh(x, out):
+    for i in range(x.size):
+        out[i] = math.tanh(x[i])
+
+
+@numba.njit(error_model="numpy", nogil=True)
+def loop_vm_tanh(x, out):
+    for i in range(x.size):
+        out[i] = vm.tanh(x[i])
 
 
 @numba.njit(error_model="numpy", nogil=True)
@@ -117,7 +141,9 @@ def main() -> None:
         base = rng.normal(0.0, 30.0, N).astype(dtype)
         for name, x, loops, ufunc in (
                 ("exp", base, (loop_math_exp, loop_vm_exp), np.exp),
+                ("expm1", base, (loop_math_expm1, loop_vm_expm1), np.expm1),
                 ("log", np.abs(base), (loop_math_log, loop_vm_log), np.log),
+                ("tanh", base / 10, (loop_math_tanh, loop_vm_tanh), np.tanh),
                 ("sigmoid", base, (loop_math_sigmoid, loop_vm_sigmoid), np_sigmoid),
                 ("softplus", base, (loop_math_softplus, loop_vm_softplus), np_softplus)):
             out = np.empty_like(x)
