@@ -31,7 +31,8 @@ exponential function in IEEE floating-point arithmetic", ACM TOMS 15(2), 1989):
   (the stable forms of emit/prelude.py) compose the above: < 1 ulp in float32, but in float64
   only within the composition's bound (tanh 4.2, sigmoid 3.72, softplus 3.3 ulp; measured
   about 2.0, 2.1, 1.4).  1 ulp there needs exp/expm1 with a double-double tail (not done).
-* the ``*_f32`` functions evaluate the float64 ones and round once to float32:
+* ``exp_f32`` has its own cheaper float64 evaluation (see its doc); the other ``*_f32``
+  functions evaluate the float64 ones and round once to float32:
   the float64 error (< 1 ulp of float64 = 2^-29 ulp of float32) plus that rounding
   stays below 1 ulp of float32.
 
@@ -169,10 +170,30 @@ def log_f64(x):
     return x if x != x else y
 
 
+_LN2 = 0.6931471805599453
+
+
 @numba.njit(inline="always", **_JIT)
 def exp_f32(x):
-    """e**x for a float32 scalar: the float64 result rounded once, error < 1 ulp of float32."""
-    return np.float32(exp_f64(np.float64(x)))
+    """e**x for a float32 scalar, error < 1 ulp of float32 (max 0.5032 ulp over every float32).
+
+    In float64: k = round(x / ln2), r = x - k ln2 (|r| <= ln2/2, absolute error < 2^-46),
+    exp(r) by its degree-8 Taylor polynomial (remainder < 2^-27 relative), times 2^k, then
+    one rounding to float32 (which also makes overflow inf and subnormal results), as musl's
+    expf evaluates in double (cheaper than exp_f64: no division, one scaling).  Checked
+    exhaustively on all 2.24e9 float32 in [-104, 89] against NumPy's float64 exp (max 0.5032
+    ulp); outside that range the clamp gives inf or +0.  NaN -> NaN.
+    """
+    xd = np.float64(x)
+    xd = 89.0 if xd > 89.0 else xd          # exp(89) > FLT_MAX: inf after rounding
+    xd = -104.0 if xd < -104.0 else xd      # exp(-104) < FLT_TRUE_MIN / 2: +0
+    t = xd * _INVLN2 + _SHIFT
+    kf = t - _SHIFT
+    k = _f64_bits(t) - _SHIFT_BITS
+    r = xd - kf * _LN2
+    p = 1.0 + r * (1.0 + r * (0.5 + r * (1.0 / 6 + r * (1.0 / 24 + r * (1.0 / 120 + r * (
+        1.0 / 720 + r * (1.0 / 5040 + r * (1.0 / 40320))))))))
+    return np.float32(p * _f64_from_bits((k + 1023) << 52))
 
 
 @numba.njit(inline="always", **_JIT)
