@@ -155,9 +155,10 @@ def main() -> None:
             rows.append([name, np.dtype(dtype).name, fmt_t(t_math), fmt_t(t_vm), fmt_t(t_np),
                          f"{t_math / t_vm:.1f}x", f"{t_vm / t_np:.2f}", f"{err:.3f}"])
             print(rows[-1], flush=True)
+    import llvmlite.binding as llvm
     cpu = platform.processor() or platform.machine()
     head = (f"Machine: {cpu}, {os.cpu_count()} cores (shared), LLVM host CPU "
-            f"{numba.core.config.CPU_NAME or 'host'}; numba {numba.__version__}, numpy {np.__version__}; "
+            f"{numba.core.config.CPU_NAME or llvm.get_host_cpu_name()}; numba {numba.__version__}, numpy {np.__version__}; "
             f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC; "
             f"n = {N:,}, median of {REPEATS}; command: python benchmarks/bench_vecmath.py")
     md = head + "\n\n" + table(["function", "dtype", "Numba loop, math.*", "Numba loop, vecmath",
