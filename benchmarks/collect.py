@@ -13,6 +13,7 @@ Each suite writes its own markdown (with machine, date and command):
     python benchmarks/bench_vocab.py        -> results/vocab.md
     python benchmarks/bench_linalg.py       -> results/linalg.md
     python benchmarks/bench_buildtime.py    -> results/buildtime.md
+    python benchmarks/bench_vecmath.py      -> results/vecmath.md
 then:
     python benchmarks/collect.py            -> BENCHMARKS.md
 """
@@ -34,7 +35,8 @@ SUITES = [("summary.md", "Targets at a glance"),
           ("sparse.md", "Sparse Jacobians and Hessians: symgrad, CasADi SX, finite differences (issue 17)"),
           ("vocab.md", "NumPy vocabulary: gradients through max, cumsum, gathers, pad, diff, std (issue 14)"),
           ("linalg.md", "Linear algebra: Gaussian log-likelihood gradient through slogdet and solve (issue 14)"),
-          ("buildtime.md", "Build time of a scalar-loop model at growing sizes (issue 15)")]
+          ("buildtime.md", "Build time of a scalar-loop model at growing sizes (issue 15)"),
+          ("vecmath.md", "Vectorised elementary functions in Numba loops (issue 19, first part)")]
 
 
 def main() -> None:

@@ -1,0 +1,174 @@
+"""Vectorised elementary functions (issue 19): a Numba loop calling math.exp/log vs symgrad.emit.vecmath vs NumPy.
+
+For n = 10^7 points (x ~ N(0, 30); log: |x|; tanh: x/10), float64 and float32, one thread, the same
+array each time: ``for i in range(n): out[i] = f(x[i])`` compiled by Numba (no fastmath)
+with scalar libm calls (``math.exp``/``math.log``; for sigmoid and softplus the forms of
+emit/prelude.py's ``_sigmoid``/``_softplus``) and with ``vecmath.*``, against NumPy
+(``np.exp(x, out=out)``, SIMD; sigmoid/softplus as the same stable forms in NumPy calls).
+Medians of REPEATS runs after one warm-up; ratios are measured in the same run.  The
+maximum ulp error of each vecmath call over the same points (against long double) is
+printed too, so a speed-up that costs accuracy shows.
+
+    python benchmarks/bench_vecmath.py          -> benchmarks/results/vecmath.md
+"""
+from __future__ import annotations
+
+import datetime
+import math
+import os
+import platform
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numba
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from _common import fmt_t, table  # noqa: E402
+
+from symgrad.emit import vecmath as vm  # noqa: E402
+
+N, REPEATS = 10_000_000, 7
+
+
+@numba.njit(error_model="numpy", nogil=True)
+def loop_math_exp(x, out):
+    for i in range(x.size):
+        out[i] = math.exp(x[i])
+
+
+@numba.njit(error_model="numpy", nogil=True)
+def loop_vm_exp(x, out):
+    for i in range(x.size):
+        out[i] = vm.exp(x[i])
+
+
+@numba.njit(error_model="numpy", nogil=True)
+def loop_math_log(x, out):
+    for i in range(x.size):
+        out[i] = math.log(x[i])
+
+
+@numba.njit(error_model="numpy", nogil=True)
+def loop_vm_log(x, out):
+    for i in range(x.size):
+        out[i] = vm.log(x[i])
+
+
+@numba.njit(error_model="numpy", nogil=True)
+def loop_math_expm1(x, out):
+    for i in range(x.size):
+        out[i] = math.expm1(x[i])
+
+
+@numba.njit(error_model="numpy", nogil=True)
+def loop_vm_expm1(x, out):
+    for i in range(x.size):
+        out[i] = vm.expm1(x[i])
+
+
+@numba.njit(error_model="numpy", nogil=True)
+def loop_math_tanh(x, out):
+    for i in range(x.size):
+        out[i] = math.tanh(x[i])
+
+
+@numba.njit(error_model="numpy", nogil=True)
+def loop_vm_tanh(x, out):
+    for i in range(x.size):
+        out[i] = vm.tanh(x[i])
+
+
+@numba.njit(error_model="numpy", nogil=True)
+def loop_math_sigmoid(x, out):      # emit/prelude.py's _sigmoid, scalar libm exp
+    for i in range(x.size):
+        e = np.exp(-abs(x[i]))
+        out[i] = (1.0 if x[i] >= 0 else e) / (1.0 + e)
+
+
+@numba.njit(error_model="numpy", nogil=True)
+def loop_vm_sigmoid(x, out):
+    for i in range(x.size):
+        out[i] = vm.sigmoid(x[i])
+
+
+@numba.njit(error_model="numpy", nogil=True)
+def loop_math_softplus(x, out):     # emit/prelude.py's _softplus, scalar libm exp and log1p
+    for i in range(x.size):
+        out[i] = max(x[i], 0.0) + np.log1p(np.exp(-abs(x[i])))
+
+
+@numba.njit(error_model="numpy", nogil=True)
+def loop_vm_softplus(x, out):
+    for i in range(x.size):
+        out[i] = vm.softplus(x[i])
+
+
+def np_sigmoid(x, out):
+    e = np.exp(-np.abs(x))
+    return np.divide(np.where(x >= 0, 1, e), 1 + e, out=out)
+
+
+def np_softplus(x, out):
+    return np.add(np.maximum(x, 0), np.log1p(np.exp(-np.abs(x))), out=out)
+
+
+def median_time(fn, *args) -> float:
+    fn(*args)
+    times = []
+    for _ in range(REPEATS):
+        s = time.perf_counter()
+        fn(*args)
+        times.append(time.perf_counter() - s)
+    return statistics.median(times)
+
+
+def max_ulp(y, x, f, dtype) -> float:
+    ref = f(x.astype(np.longdouble))
+    ok = np.isfinite(ref.astype(dtype)) & (ref != 0)
+    fi = np.finfo(dtype)
+    _, e = np.frexp(ref[ok])
+    ulp = np.ldexp(np.longdouble(1), np.maximum(e.astype(np.int64) - 1, fi.minexp) - fi.nmant)
+    return float(np.max(np.abs(y[ok].astype(np.longdouble) - ref[ok]) / ulp))
+
+
+def main() -> None:
+    rng = np.random.default_rng(0)
+    rows = []
+    for dtype in (np.float64, np.float32):
+        base = rng.normal(0.0, 30.0, N).astype(dtype)
+        for name, x, loops, ufunc in (
+                ("exp", base, (loop_math_exp, loop_vm_exp), np.exp),
+                ("expm1", base, (loop_math_expm1, loop_vm_expm1), np.expm1),
+                ("log", np.abs(base), (loop_math_log, loop_vm_log), np.log),
+                ("tanh", base / 10, (loop_math_tanh, loop_vm_tanh), np.tanh),
+                ("sigmoid", base, (loop_math_sigmoid, loop_vm_sigmoid), np_sigmoid),
+                ("softplus", base, (loop_math_softplus, loop_vm_softplus), np_softplus)):
+            out = np.empty_like(x)
+            with np.errstate(all="ignore"):
+                t_math = median_time(loops[0], x, out)
+                t_vm = median_time(loops[1], x, out)
+                err = max_ulp(out, x, lambda v: ufunc(v, out=np.empty_like(v)), dtype)
+                t_np = median_time(lambda: ufunc(x, out=out))
+            rows.append([name, np.dtype(dtype).name, fmt_t(t_math), fmt_t(t_vm), fmt_t(t_np),
+                         f"{t_math / t_vm:.1f}x", f"{t_vm / t_np:.2f}", f"{err:.3f}"])
+            print(rows[-1], flush=True)
+    import llvmlite.binding as llvm
+    cpu = platform.processor() or platform.machine()
+    head = (f"Machine: {cpu}, {os.cpu_count()} cores (shared), LLVM host CPU "
+            f"{numba.core.config.CPU_NAME or llvm.get_host_cpu_name()}; numba {numba.__version__}, numpy {np.__version__}; "
+            f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC; "
+            f"n = {N:,}, median of {REPEATS}; command: python benchmarks/bench_vecmath.py")
+    md = head + "\n\n" + table(["function", "dtype", "Numba loop, math.*", "Numba loop, vecmath",
+                                "NumPy", "vecmath speed-up over math.*", "vecmath / NumPy",
+                                "vecmath max ulp (these points)"], rows)
+    out_dir = Path(__file__).resolve().parent / "results"
+    out_dir.mkdir(exist_ok=True)
+    (out_dir / "vecmath.md").write_text(md + "\n")
+    print(md)
+
+
+if __name__ == "__main__":
+    main()
