@@ -263,3 +263,20 @@ def test_hessian_through_the_new_primitives():
     x = _point((4,), 5)
     H = sg.hessian(f(np), signature="(n)->()", stabilize=False)(x)
     np.testing.assert_allclose(H, jax.hessian(f(jnp))(jnp.asarray(x)), rtol=1e-11, atol=1e-12)
+
+
+def test_round_and_sinc_values_and_derivatives():
+    """np.round is NumPy's rint(x * 10**d) / 10**d (derivative 0); np.sinc keeps every derivative right
+    at 0 through its series (sinc''(0) = -pi^2/3), checked against mpmath."""
+    import mpmath as mp
+
+    x = np.array([0.0, 1e-4, -3e-4, 0.3, 2.5, -7.2])
+    np.testing.assert_allclose(sg.jit(np.sinc)(x), np.sinc(x), rtol=1e-15, atol=0)
+    ref = [float(mp.diff(lambda t: mp.sinpi(t) / (mp.pi * t) if t else mp.mpf(1), mp.mpf(v))) for v in x]
+    np.testing.assert_allclose(sg.grad(np.sinc)(x), ref, rtol=1e-12, atol=1e-300)
+    assert sg.grad(sg.grad(np.sinc))(0.0) == pytest.approx(-np.pi ** 2 / 3, rel=1e-14)
+    r = np.array([1.234, 2.345, -0.125, 7.5])
+    np.testing.assert_array_equal(sg.jit(lambda v: np.round(v, 2))(r), np.round(r, 2))
+    np.testing.assert_array_equal(sg.jit(np.round)(r), np.round(r))
+    assert sg.grad(lambda v: np.round(v) * v)(2.4) == 2.0
+    assert sg.trace(np.sinc, np.zeros(3)).signature is None  # elementwise: ufunc broadcasting

@@ -278,13 +278,38 @@ def clip(ctx, x, a_min=None, a_max=None, **kw):
     return out
 
 
+def np_round(ctx, x, decimals=0, out=None):
+    """``np.round``/``np.around``: NumPy's algorithm, ``rint(x * 10**d) / 10**d`` (derivative 0, as rint)."""
+    if out is not None:
+        raise _unsupported("function", "round(..., out=...) (an in-place write)")
+    if not isinstance(decimals, (int, np.integer)):
+        raise TypeError(f"np.round: decimals must be an int; got {decimals!r}")
+    if decimals == 0:
+        return ctx.apply("rint", x)
+    scale = 10.0 ** int(decimals)
+    return ctx.apply("div", ctx.apply("rint", ctx.apply("mul", x, scale)), scale)
+
+
+_SINC_SERIES_BELOW = 1e-3  # |x| below this: 1 - (pi x)^2/6 + (pi x)^4/120, error under 1e-18 relative
+
+
+def sinc(ctx, x):
+    """``np.sinc``: sin(pi x) / (pi x), and its Taylor series near 0 so that every derivative is
+    right there too (a bare ``where(x == 0, 1, ...)`` would give sinc''(0) = 0 instead of -pi^2/3).
+    DLMF 4.14 (sine series)."""
+    px = ctx.apply("mul", math.pi, x)
+    p2 = ctx.apply("mul", px, px)
+    series = ctx.apply("add", 1.0, ctx.apply("mul", p2, ctx.apply("sub", ctx.apply("div", p2, 120.0), 1.0 / 6.0)))
+    small = ctx.apply("lt", ctx.apply("abs", x), _SINC_SERIES_BELOW)
+    safe = ctx.apply("where", small, 1.0, px)  # the untaken branch never divides by 0
+    return ctx.apply("where", small, series, ctx.apply("div", ctx.apply("sin", safe), safe))
 
 
 FUNCTIONS = {
     np.sum: np_sum, np.mean: mean, np.dot: dot, np.vdot: lambda c, a, b: dot(c, np.ravel(a), np.ravel(b)),
     np.where: where, np.reshape: reshape, np.transpose: transpose,
     np.ravel: lambda c, x, order="C": reshape(c, x, (-1,), order), np.concatenate: concatenate, np.stack: stack,
-    np.clip: clip,
+    np.clip: clip, np.round: np_round, np.around: np_round, np.sinc: sinc,
     np.expand_dims: lambda c, x, axis: reshape(c, x, np.expand_dims(np.empty(_as_tracer(c, x).shape), axis).shape),
     np.broadcast_to: lambda c, x, shape, **kw: c.apply("broadcast_to", x, params=(tuple(shape),)),
     np.zeros_like: lambda c, x, **kw: _as_tracer(c, np.zeros(_as_tracer(c, x).shape)),
@@ -308,7 +333,7 @@ FUNCTIONS.update(numpy_shapes.FUNCTIONS)
 
 # Functions that act element by element: they keep a probe at scalar cores going (see
 # symgrad.trace.tracer.NotElementwise).  Every other function needs whole arrays.
-ELEMENTWISE_FUNCTIONS = {np.where, np.clip}
+ELEMENTWISE_FUNCTIONS = {np.where, np.clip, np.round, np.around, np.sinc}
 
 
 def apply_function(ctx: TraceContext, func, args, kwargs):
