@@ -56,6 +56,9 @@ def _reference(mf, x, order):
         return float(val), float(kappa)
 
 
+SEARCH_BUDGET_S = 10.0
+
+
 @pytest.mark.parametrize("dtype", ["float64", pytest.param("float32", marks=pytest.mark.slow)])
 @pytest.mark.parametrize("order", [0, 1, 2])
 @pytest.mark.parametrize("name", list(FUNCS))
@@ -63,7 +66,11 @@ def test_within_2ulps_or_conditioning(name, order, dtype, request):
     if (name, order, dtype) in KNOWN:
         request.applymarker(pytest.mark.xfail(reason=KNOWN[name, order, dtype], strict=True))
     f, mf, extra = FUNCS[name]
-    compiled = sg.jit(f) if order == 0 else sg.grad(f) if order == 1 else sg.grad(sg.grad(f))
+    # A search budget above the 1 s default: the second derivatives of mish and the logistic density
+    # need about 3 s of search to reach this accuracy (issue 15's budget trades it for build time).
+    b = SEARCH_BUDGET_S
+    compiled = (sg.jit(f, stabilize=b) if order == 0 else sg.grad(f, stabilize=b) if order == 1
+                else sg.grad(sg.grad(f), stabilize=b))
     X = _points(name, extra).astype(dtype)
     refs = [_reference(mf, x, order) for x in X]
     ref = np.array([r for r, _ in refs], dtype=np.float64)
