@@ -47,7 +47,7 @@ np.testing.assert_allclose(rop_tape.numpy(), jvp, rtol=1e-13)
 # and the JVP by forward mode. The first still mentions the dummy w; its value does not matter.
 def core(source: str) -> str:
     start = source.index("@numba.njit")
-    return source[start:source.index("\n\n\n", start)]
+    return source[start:source.index("\n@numba.njit", start + 1)].rstrip()
 
 
 print("\nJVP as the VJP of a VJP (symgrad.trace(lop, ...).source('vjp')):")

@@ -195,6 +195,8 @@ class _Body:
         if self.g[nid].op == "const" and self.g.scalar_value(nid) is not None:  # np.full((3,), 100.0): 100.0
             return self.ctx.literal(self.g.scalar_value(nid))
         text, prec = self.render(nid, None)
+        if not isinstance(text, str):  # a statement-printed op (a gather, a linalg op) not named yet
+            return "(an array value)"
         return text if prec >= ATOM else f"({text})"
 
     def source_line(self, nid: int) -> None:
