@@ -359,30 +359,29 @@ def _exp_over_expm1(node):
             if b.func is expm1 and n.is_Integer and n < 0 and b.args[0] == g.args[0]]
 
 
+def _offset_terms(node):
+    """``(k, t, c, r)`` for each term ``t = c*r`` of ``node = k + t + ...`` with a nonzero constant ``k``:
+    the shape of every ``k + c*f(u)`` cancellation rule below."""
+    if not node.is_Add:
+        return
+    k, rest = node.as_coeff_Add()
+    if k == 0:
+        return
+    for t in sp.Add.make_args(rest):
+        c, r = t.as_coeff_Mul()
+        yield k, t, c, r
+
+
 def _tanh_from_sigmoid(node):
     """k - 2k*sigmoid(u) -> -k*tanh(u/2): 1 - 2*sigmoid(u) cancels for small u, tanh(u/2) does not."""
-    if not node.is_Add:
-        return []
-    k, rest = node.as_coeff_Add()
-    out = []
-    for t in rest.args if rest.is_Add else (rest,):
-        c, r = t.as_coeff_Mul()
-        if k != 0 and c == -2 * k and r.func is sigmoid:
-            out.append(node - t - k - k * sp.tanh(r.args[0] / 2))
-    return out
+    return [node - t - k - k * sp.tanh(r.args[0] / 2)
+            for k, t, c, r in _offset_terms(node) if c == -2 * k and r.func is sigmoid]
 
 
 def _exp_from_expm1(node):
     """k + k*expm1(u) + rest -> k*exp(u) + rest: adding the 1 back rounds away exp(u) when it is tiny."""
-    if not node.is_Add:
-        return []
-    k, rest = node.as_coeff_Add()
-    out = []
-    for t in rest.args if rest.is_Add else (rest,):
-        c, r = t.as_coeff_Mul()
-        if k != 0 and c == k and r.func is expm1:
-            out.append(node - t - k + k * sp.exp(r.args[0]))
-    return out
+    return [node - t - k + k * sp.exp(r.args[0])
+            for k, t, c, r in _offset_terms(node) if c == k and r.func is expm1]
 
 
 def _tanh_from_sinh_cosh(node):
@@ -413,15 +412,8 @@ def _tanh_from_sinh_cosh(node):
 
 def _sigmoid_from_tanh(node):
     """k +- k*tanh(u) + rest -> 2k*sigmoid(+-2u) + rest: 1 + tanh(u) cancels for u << 0 (GELU)."""
-    if not node.is_Add:
-        return []
-    k, rest = node.as_coeff_Add()
-    out = []
-    for t in rest.args if rest.is_Add else (rest,):
-        c, r = t.as_coeff_Mul()
-        if k != 0 and abs(c) == abs(k) and r.func is sp.tanh:
-            out.append(node - t - k + 2 * k * sigmoid(2 * r.args[0] * sp.sign(c * k)))
-    return out
+    return [node - t - k + 2 * k * sigmoid(2 * r.args[0] * sp.sign(c * k))
+            for k, t, c, r in _offset_terms(node) if abs(c) == abs(k) and r.func is sp.tanh]
 
 
 def _log_cosh(node):
