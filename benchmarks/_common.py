@@ -5,7 +5,19 @@ The scripts run as ``python benchmarks/<name>.py``, so this module is imported a
 from __future__ import annotations
 
 import math
+import statistics
 import time
+
+
+def median_time(fn, repeats: int = 15) -> float:
+    """Median wall time in seconds of ``fn()`` over ``repeats`` calls, after one warm-up call."""
+    fn()
+    times = []
+    for _ in range(repeats):
+        t = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t)
+    return statistics.median(times)
 
 
 def fmt_t(sec: float | None) -> str:

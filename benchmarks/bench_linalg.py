@@ -18,7 +18,6 @@ from __future__ import annotations
 import datetime
 import os
 import platform
-import statistics
 import sys
 import tempfile
 import time
@@ -30,7 +29,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 os.environ.setdefault("SYMGRAD_CACHE_DIR", tempfile.mkdtemp(prefix="symgrad-bench-linalg-"))
 
-from _common import fmt_t, table  # noqa: E402
+from _common import fmt_t, median_time, table  # noqa: E402
 
 import symgrad as sg  # noqa: E402
 
@@ -50,15 +49,6 @@ def by_hand(mu, S, y):
     sinv_t = np.swapaxes(np.linalg.inv(S), -1, -2)
     return value, (z, -0.5 * (sinv_t - z[..., :, None] * z[..., None, :]))
 
-
-def median_time(fn, repeats=7):
-    fn()
-    times = []
-    for _ in range(repeats):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return statistics.median(times)
 
 
 def main():
@@ -89,9 +79,9 @@ def main():
         value, (gm, gs) = f(mu, S, y)
         hv, (hm, hs) = by_hand(mu, S, y)
         err = max(np.abs(value - hv).max() / np.abs(hv).max(), np.abs(gs - hs).max() / np.abs(hs).max())
-        t_sg = median_time(lambda: f(mu, S, y))
-        t_np = median_time(lambda: by_hand(mu, S, y))
-        t_jax = median_time(lambda: jax.block_until_ready(jf(mu, S, y))) if jf is not None else None
+        t_sg = median_time(lambda: f(mu, S, y), repeats=7)
+        t_np = median_time(lambda: by_hand(mu, S, y), repeats=7)
+        t_jax = median_time(lambda: jax.block_until_ready(jf(mu, S, y)), repeats=7) if jf is not None else None
         rows.append([n, batch, fmt_t(t_sg), fmt_t(t_jax), fmt_t(t_np),
                      f"{t_sg / t_jax:.2f}" if t_jax else "–", f"{t_sg / t_np:.2f}", f"{err:.1e}"])
     now = datetime.datetime.now(datetime.timezone.utc)

@@ -20,7 +20,6 @@ import argparse
 import datetime
 import os
 import platform
-import statistics
 import sys
 import time
 from pathlib import Path
@@ -31,7 +30,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent / "examples"))
 
-from _common import fmt_t, table  # noqa: E402
+from _common import fmt_t, median_time, table  # noqa: E402
 
 import symgrad as sg  # noqa: E402
 
@@ -45,16 +44,6 @@ def broyden(x):
 def rosen(x):
     return np.sum(100.0 * (x[1:] - x[:-1] ** 2) ** 2 + (1.0 - x[:-1]) ** 2)
 
-
-def median_time(fn, repeats=15, min_time=0.0):
-    """Median wall time of ``fn()`` over ``repeats`` calls (after one warm-up call)."""
-    fn()
-    times = []
-    for _ in range(repeats):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return statistics.median(times)
 
 
 def casadi_broyden(n):
