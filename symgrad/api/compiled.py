@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import os
 import threading
 import warnings
 from dataclasses import dataclass
@@ -16,15 +17,18 @@ from typing import Callable
 
 import numpy as np
 
+from ..compile.background import CompileJob
 from ..compile.cache import cache_key, cached_module, load_module
+from ..compile.interpreter import tape_spec, warm_interpreter
 from ..emit.module import emit_module
+from ..emit.tape import build_tape
 from ..emit.names import spec_name
 from ..errors import ArgumentError, SignatureError, SymgradWarning, format_error
 from ..trace.captures import Captures
 from ..trace.pytree import tree_flatten
 from ..trace.signature import parse_signature
 from ..trace.trace import TracedProgram, trace_default, trace_program
-from ..runtime.gufunc import PLAIN_TYPES
+from ..runtime.gufunc import PLAIN_TYPES, gufunc_call
 from ..trace.tracer import Tracer
 from .build import build_kernel, kernel_header
 from .argnums import leaf_ranges, normalize_argnums
@@ -39,12 +43,93 @@ _BUILD_LOCK = threading.RLock()
 
 @dataclass
 class Entry:
+    """One compiled transformation at one argument structure and core shapes.
+
+    ``fn`` is the generated module's entry point, or while the compiled tier is being built in
+    the background (``job``), a :class:`Tiered` entry point answering from the interpreter.
+    """
+
     fn: Callable
     assemble: Callable
     program: TracedProgram
-    source_path: str
+    printed: str | None  # the module's source text (None while the background job prints it)
     identity: bool
     key: str = ""  # the generated module's cache key (a Dask KernelRecipe carries it to workers)
+    job: CompileJob | None = None
+
+    @property
+    def source(self) -> str:
+        """The generated module's source text."""
+        if self.printed is None:
+            self.printed = self.job.source
+        return self.printed
+
+    @property
+    def source_path(self) -> str:
+        """Path of the generated module's file (waits for a background compile)."""
+        self.promote(wait=True)
+        return self.fn.__globals__["__file__"]
+
+    @property
+    def tier(self) -> str:
+        """``"compiled"`` or ``"interpreter"`` (the tier answering calls now)."""
+        return "interpreter" if self.job is not None and self.job.module is None else "compiled"
+
+    def promote(self, wait: bool = False) -> bool:
+        """Make ``fn`` the compiled entry point if its background compile has finished (or, with
+        ``wait``, once it has); True if ``fn`` is the compiled entry point now."""
+        job = self.job
+        if job is None:
+            return True
+        if wait:
+            job.wait()
+        if not job.done():
+            return False
+        if job.module is None:  # the compile failed: the interpreter keeps answering
+            if wait:
+                raise RuntimeError(format_error(
+                    f"symgrad could not compile {self.program.name}'s kernel in the background ({job.error})",
+                    "calls are answered by the interpreter tier, which gives the same values",
+                    "report this as a symgrad bug, with the function; set SYMGRAD_TIERED=0 to compile in "
+                    "the calling thread"))
+            return False
+        self.fn = getattr(job.module, self.fn.name)
+        self.job = None
+        return True
+
+
+class Tiered:
+    """Entry point of a kernel whose compiled tier is still being built: calls run the
+    interpreter (:mod:`symgrad.compile.interpreter`, the same values bit for bit) until the
+    background compile has finished, then the compiled module's entry point."""
+
+    def __init__(self, name: str, spec, job: CompileJob):
+        self.name, self.spec, self.job = name, spec, job
+        self._warned = False
+
+    def __call__(self, *args):
+        module = self.job.module
+        if module is not None:
+            return getattr(module, self.name)(*args)
+        if self.job.error is not None and not self._warned:
+            self._warned = True
+            warnings.warn(SymgradWarning(
+                f"symgrad could not compile {self.name} in the background ({self.job.error}); calls keep "
+                f"running on the interpreter tier (same values, slower). Set SYMGRAD_TIERED=0 to compile "
+                f"in the calling thread and see the error."), stacklevel=3)
+        return gufunc_call(self.spec, args)
+
+
+# Programs with at least this many operations answer their first calls from the interpreter tier
+# while Numba compiles (SYMGRAD_TIERED=1: every program; 0: none); smaller ones compile in well
+# under a second.
+TIER_MIN_OPS = 1000
+
+
+def tiered_default() -> str:
+    """``$SYMGRAD_TIERED``: ``"1"`` always, ``"0"`` never, else ``"auto"`` (by program size)."""
+    value = os.environ.get("SYMGRAD_TIERED", "auto").strip().lower()
+    return {"1": "1", "true": "1", "yes": "1", "0": "0", "false": "0", "no": "0"}.get(value, "auto")
 
 
 class Compiled:
@@ -62,14 +147,15 @@ class Compiled:
     its spec's ``fallback``.
     """
 
-    def __init__(self, fn, kind: str, signature=None, argnums=0, stabilize=True, parallel=False):
+    def __init__(self, fn, kind: str, signature=None, argnums=0, stabilize=True, parallel=False,
+                 tiered: bool | None = None):
         if not callable(fn):
             raise TypeError(f"expected a callable to transform; got {type(fn).__name__}")
         self.fn, self.kind, self.argnums = fn, kind, argnums
         self.transformation = transformation(kind)
         self.name = getattr(fn, "__name__", "function")
         self.signature = parse_signature(signature, self.name)
-        self.stabilize, self.parallel = stabilize, parallel
+        self.stabilize, self.parallel, self.tiered = stabilize, parallel, tiered
         self._entries: dict = {}
         self._elementwise: dict = {}
         self._captures: Captures | None = None  # what the traces read from outside the arguments  # with no signature: argument structure -> elementwise? (trace_default)
@@ -78,7 +164,8 @@ class Compiled:
         self.public = functools.partial(lambda *args, **kwargs: call(args, kwargs))
         self.public.__dict__.update(
             __doc__=f"symgrad.{kind} of {self.name} (compiled on first call; see symgrad.{kind})",
-            compiled=self, entry_for=self.entry_for, source=self.source, kind=kind, fn=fn)
+            compiled=self, entry_for=self.entry_for, source=self.source, kind=kind, fn=fn,
+            wait_compiled=self.wait_compiled)
 
     def __call__(self, *args):
         return self.public(*args)
@@ -99,8 +186,11 @@ class Compiled:
             self._retrace_if_captures_changed()
         if _has_dask(leaves):  # lazy: one dask.array.apply_gufunc over the compiled kernel
             entry = self.entry_for(args, leaves, in_tree)
+            entry.promote(wait=True)  # workers load the compiled module
             return entry.assemble(run_entry(entry, leaves, self.name))
         entry = self.entry_for(args, leaves, in_tree)
+        if entry.job is not None and entry.promote():
+            self._try_route(entry, in_tree, leaves)
         # leaves that are neither plain nor tracers (array-likes) are converted here, so the entry
         # point's fallback to this method cannot recur
         leaves = [leaf if isinstance(leaf, PLAIN_TYPES) else np.asarray(leaf) for leaf in leaves]
@@ -161,16 +251,38 @@ class Compiled:
                     if self._captures is None:
                         self._captures = Captures(self.fn)
                     entry = self._entries[key] = self._build(args, in_tree, cores, program)
-                    if (entry.identity and in_tree.kind == "tuple" and self._elementwise.get(in_tree, True)
-                            and not self._captures
-                            and all(c.kind == "leaf" for c in in_tree.children)
-                            and _fixed_arity(self.fn) == len(leaves)
-                            and not any(isinstance(leaf, Tracer) for leaf in leaves)
-                            and _same_parameters(entry.fn, self.fn)):
-                        spec = entry.fn.__globals__[spec_name(entry.fn.__name__)]
-                        spec.fallback = self._call
-                        self._route(entry.fn)
+                    if entry.job is None:
+                        self._try_route(entry, in_tree, leaves)
         return entry
+
+    def _try_route(self, entry: Entry, in_tree, leaves) -> None:
+        """Send calls straight to the compiled entry point when it can serve them (see the class)."""
+        if (entry.identity and in_tree.kind == "tuple" and self._elementwise.get(in_tree, True)
+                and not self._captures
+                and all(c.kind == "leaf" for c in in_tree.children)
+                and _fixed_arity(self.fn) == len(leaves)
+                and not any(isinstance(leaf, Tracer) for leaf in leaves)
+                and _same_parameters(entry.fn, self.fn)):
+            spec = entry.fn.__globals__[spec_name(entry.fn.__name__)]
+            spec.fallback = self._call
+            self._route(entry.fn)
+
+    def wait_compiled(self) -> None:
+        """Block until every entry built so far runs on the compiled tier (benchmarks, tests).
+
+        Raises:
+          RuntimeError: a background compile failed (calls still work, on the interpreter tier).
+        """
+        for entry in list(self._entries.values()):
+            entry.promote(wait=True)
+
+    def _use_tiers(self, n_ops: int) -> bool:
+        """Answer from the interpreter while compiling in the background? (option, then
+        ``$SYMGRAD_TIERED``, then program size)."""
+        if self.tiered is not None:
+            return bool(self.tiered)
+        mode = tiered_default()
+        return mode == "1" or (mode == "auto" and n_ops >= TIER_MIN_OPS)
 
     def _build(self, args, in_tree, cores, program: TracedProgram | None = None) -> Entry:
         if program is None:
@@ -183,21 +295,32 @@ class Compiled:
                         self.parallel)
         kname = f"{program.name}_{self.kind}"
         module = cached_module(kname, key)
+        job = None
         if module is None:
             shifted = []
             if self.stabilize:  # log-sum-exp/softmax across a reduction, before differentiation
                 program.outputs, shifted = shift_reductions(program.graph, program.outputs)
             built = build_kernel(program, self.kind, wrt, self.parallel)
-            _warn_if_large(program, built.kernel)
+            kernel = built.kernel
+            n_ops = len(program.graph.ancestors([o.node for o in kernel.outputs]))
             header = kernel_header(program, self.kind) + shifted
             if self.stabilize:
-                header += stabilize_kernel(program.graph, built.kernel, budget_of(self.stabilize))
-            module = load_module(kname, key, emit_module(program.graph, [built.kernel], header))
-        fn = getattr(module, kname)
+                header += stabilize_kernel(program.graph, kernel, budget_of(self.stabilize))
+            tape = (build_tape(program.graph, kernel.args, kernel.outputs, kernel.widen_float32)
+                    if self._use_tiers(n_ops) else None)
+            source = None
+            if tape is not None:  # first calls from the interpreter; printing and compiling in the background
+                warm_interpreter()
+                job = CompileJob(kname, key, functools.partial(emit_module, program.graph, [kernel], header))
+                fn = Tiered(kname, tape_spec(kname, tape), job)
+            else:
+                _warn_if_large(program, n_ops, kname)
+                module = load_module(kname, key, emit_module(program.graph, [kernel], header))
+        if module is not None:
+            fn, source = getattr(module, kname), module.__symgrad_source__
         assembly = Assembly(program, nums, single, ranges, wrt)
         t = self.transformation
-        return Entry(fn, lambda flat: t.assemble(assembly, flat), program, module.__file__, t.identity(assembly),
-                     key)
+        return Entry(fn, lambda flat: t.assemble(assembly, flat), program, source, t.identity(assembly), key, job)
 
     def _check_outputs(self, p: TracedProgram) -> None:
         sig = self.signature
@@ -212,7 +335,7 @@ class Compiled:
 
     def source(self, *args) -> str:
         """The generated source for calling with ``args`` (compiling if needed)."""
-        return self.entry_for(args).fn.__globals__["__symgrad_source__"]
+        return self.entry_for(args).source
 
 
 
@@ -220,14 +343,13 @@ class Compiled:
 LARGE_KERNEL_NODES = 50_000
 
 
-def _warn_if_large(p: TracedProgram, kernel) -> None:
-    """Say before a long Numba compile that it will be long.  Straight-line code is compiled
-    in parts of bounded size (symgrad.emit.chunk), so the compile grows linearly, but Numba
-    spends a few milliseconds per operation: 50000 operations take minutes."""
-    n = len(p.graph.ancestors([o.node for o in kernel.outputs]))
+def _warn_if_large(p: TracedProgram, n: int, name: str) -> None:
+    """Say before a long Numba compile in the calling thread that it will be long.  Straight-line
+    code is compiled in parts of bounded size (symgrad.emit.chunk), so the compile grows linearly,
+    but Numba spends a few milliseconds per operation: 50000 operations take minutes."""
     if n > LARGE_KERNEL_NODES:
         warnings.warn(SymgradWarning(
-            f"{kernel.name} has {n} operations (function traced at {p.origin}); Numba compiles about "
+            f"{name} has {n} operations (function traced at {p.origin}); Numba compiles about "
             f"1000 operations per second, so expect a compile of a minute or more. "
             f"Vectorise Python loops over array elements with array operations (slicing, np.sum, @)."),
             stacklevel=4)
@@ -264,5 +386,6 @@ def run_entry(entry: Entry, leaves, fn_name: str):
     if _has_dask(leaves):
         from .dask_arrays import apply_entry
 
+        entry.promote(wait=True)  # workers load the compiled module
         return apply_entry(entry, list(leaves), fn_name)
     return entry.fn(*leaves)

@@ -55,7 +55,8 @@ def _tree_text(tree) -> str:
     return {"dict": f"{{{text}}}", "list": f"[{text}]"}.get(tree.kind, f"({text}{',' if len(inner) == 1 else ''})")
 
 
-def jit(fun, signature: str | None = None, *, stabilize: bool = True, parallel: bool = False):
+def jit(fun, signature: str | None = None, *, stabilize: bool = True, parallel: bool = False,
+        tiered: bool | None = None):
     """Compile ``fun`` (traced once per argument structure and core shapes).
 
     Args:
@@ -65,6 +66,11 @@ def jit(fun, signature: str | None = None, *, stabilize: bool = True, parallel: 
       stabilize: rewrite expressions into numerically stable forms (True, False, or a budget
         in CPU seconds for the whole program; default 1 s or ``$SYMGRAD_STABILIZE_BUDGET``).
       parallel: loop over large batches on all cores (``numba.prange``).
+      tiered: answer first calls from the interpreter tier while Numba compiles the kernel in
+        the background (same values, bit for bit; :mod:`symgrad.emit.tape`).  None (default):
+        ``$SYMGRAD_TIERED`` (``1`` always, ``0`` never), else for programs of at least 1000
+        operations.  False: the first call waits for the compiled kernel.  ``f.wait_compiled()``
+        blocks until the compiled tier serves calls.
     Returns:
       A callable with ``fun``'s arguments; outputs have ``batch + core`` shapes.
     Raises:
@@ -77,11 +83,11 @@ def jit(fun, signature: str | None = None, *, stabilize: bool = True, parallel: 
     >>> float(f(0.0))
     0.6931471805599453
     """
-    return Compiled(fun, "jit", signature, stabilize=stabilize, parallel=parallel).public
+    return Compiled(fun, "jit", signature, stabilize=stabilize, parallel=parallel, tiered=tiered).public
 
 
 def grad(fun, argnums=0, signature: str | None = None, *, stabilize: bool = True,
-         parallel: bool = False):
+         parallel: bool = False, tiered: bool | None = None):
     """Gradient of a function with one scalar core output.
 
     Args:
@@ -90,6 +96,7 @@ def grad(fun, argnums=0, signature: str | None = None, *, stabilize: bool = True
       signature: gufunc signature; None: for an elementwise ``fun``, ``grad(f)(x)`` on an array
         returns the elementwise derivatives; for any other ``fun`` (``np.sum(x) ** 2``), the
         gradient of the scalar output with respect to the whole array, as ``jax.grad``.
+      stabilize, parallel, tiered: as for :func:`jit`.
     Returns:
       Callable returning d out / d x with the shape of x (batch + core); units of out / x.
     Raises:
@@ -102,17 +109,17 @@ def grad(fun, argnums=0, signature: str | None = None, *, stabilize: bool = True
     >>> float(symgrad.grad(lambda x: x ** 3.5)(1.1))
     4.44170547...
     """
-    return Compiled(fun, "grad", signature, argnums, stabilize, parallel).public
+    return Compiled(fun, "grad", signature, argnums, stabilize, parallel, tiered).public
 
 
 def value_and_grad(fun, argnums=0, signature: str | None = None, *, stabilize: bool = True,
-                   parallel: bool = False):
+                   parallel: bool = False, tiered: bool | None = None):
     """Like :func:`grad` but returns ``(value, gradient)``, both from one compiled pass."""
-    return Compiled(fun, "value_and_grad", signature, argnums, stabilize, parallel).public
+    return Compiled(fun, "value_and_grad", signature, argnums, stabilize, parallel, tiered).public
 
 
 def jacobian(fun, argnums=0, signature: str | None = None, *, stabilize: bool = True, sparse: bool = False,
-             format: str = "csr_array"):
+             format: str = "csr_array", tiered: bool | None = None):
     """Jacobian of ``fun``: for output core shape O and input core shape I, shape ``batch + O + I``.
 
     Forward accumulation is used when the inputs have fewer elements than the
@@ -129,11 +136,11 @@ def jacobian(fun, argnums=0, signature: str | None = None, *, stabilize: bool = 
         from .sparse import SparseJacobian
 
         return SparseJacobian(fun, argnums, signature, stabilize=stabilize, format=format)
-    return Compiled(fun, "jacobian", signature, argnums, stabilize).public
+    return Compiled(fun, "jacobian", signature, argnums, stabilize, tiered=tiered).public
 
 
 def hessian(fun, argnums=0, signature: str | None = None, *, stabilize: bool = True, sparse: bool = False,
-            format: str = "csr_array"):
+            format: str = "csr_array", tiered: bool | None = None):
     """Hessian of a scalar-output function, forward-over-reverse; shape ``batch + I + I``.
 
     With a tuple ``argnums`` the result is a nested tuple ``H[i][j]``.  With ``sparse=True``, a
@@ -143,7 +150,7 @@ def hessian(fun, argnums=0, signature: str | None = None, *, stabilize: bool = T
         from .sparse import SparseHessian
 
         return SparseHessian(fun, argnums, signature, stabilize=stabilize, format=format)
-    return Compiled(fun, "hessian", signature, argnums, stabilize).public
+    return Compiled(fun, "hessian", signature, argnums, stabilize, tiered=tiered).public
 
 
 def _cached(fun, kind, signature, stabilize, argnums=0):

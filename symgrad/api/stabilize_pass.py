@@ -37,19 +37,23 @@ def _region_size(g: Graph, root: int, limit: int) -> int:
     Python's recursion limit before the size check rejects it.
     """
     seen, stack, size = set(), [root], 0
+    nodes = g.nodes
     while stack and size <= limit:
         nid = stack.pop()
         if nid in seen:
             continue
         seen.add(nid)
-        node = g[nid]
-        op = REGISTRY[node.op]
-        if node.op in ("const", "bconst") or not (op.elementwise and op.sympy is not None
-                                                   and node.op != "stop_gradient"):
+        node = nodes[nid]
+        if node.op not in _REGION_OPS:
             continue
         size += 1
         stack.extend(node.args)
     return size
+
+
+# ops a stabiliser region is made of: elementwise, with a SymPy form
+_REGION_OPS = frozenset(name for name, op in REGISTRY.items()
+                        if op.elementwise and op.sympy is not None and name != "stop_gradient")
 
 
 _COMPARISONS = {"gt", "ge", "lt", "le", "eq", "ne", "where"}

@@ -212,6 +212,25 @@ def cached_module(name: str, key: str):
         return None if source is None else _exec(path, key, source)
 
 
+def write_module(name: str, key: str, source: str) -> Path | None:
+    """Write ``source`` to its file in the cache directory (unless an intact copy is there);
+    its path, or None without a usable cache directory."""
+    directory = usable_cache_dir()
+    if directory is None:
+        return None
+    path = directory / f"{name}_{key[:20]}.py"
+    if not source.endswith("\n"):
+        source += "\n"
+    with _LOCK:
+        try:
+            if not path.exists() or verified_source(path.read_bytes()) != source:
+                _atomic_write(path, with_checksum(source))
+        except OSError as exc:  # e.g. the disk filled up or permissions changed since the probe
+            _disable(directory, exc)
+            return None
+    return path
+
+
 def load_module(name: str, key: str, source: str):
     """Write ``source`` (unless an intact copy is there) and import it; returns the module.
 
@@ -224,18 +243,9 @@ def load_module(name: str, key: str, source: str):
         mod = _MODULES.get(key)
         if mod is not None:
             return mod
-        directory = usable_cache_dir()
-        if directory is not None:
-            path = directory / f"{name}_{key[:20]}.py"
-            if not source.endswith("\n"):
-                source += "\n"
-            try:
-                if not path.exists() or verified_source(path.read_bytes()) != source:
-                    _atomic_write(path, with_checksum(source))
-            except OSError as exc:  # e.g. the disk filled up or permissions changed since the probe
-                _disable(directory, exc)
-            else:
-                return _exec(path, key, source)
+        path = write_module(name, key, source)
+        if path is not None:
+            return _exec(path, key, source if source.endswith("\n") else source + "\n")
         return _exec_in_memory(name, key, source)
 
 

@@ -95,6 +95,8 @@ class Graph:
         if value is None:
             return True
         arr = self.consts[nid]
+        if arr.ndim == 0:  # the common case, without NumPy's reduction machinery
+            return float(arr) == value
         return bool(arr.size) and bool(np.all(arr == value))
 
     def scalar_value(self, nid: int) -> float | None:
@@ -102,6 +104,8 @@ class Graph:
         if self.nodes[nid].op != "const":
             return None
         arr = self.consts[nid]
+        if arr.ndim == 0:
+            return float(arr)
         flat = arr.reshape(-1)
         if flat.size and np.all(flat == flat[0]):
             return float(flat[0])
@@ -113,13 +117,15 @@ class Graph:
         opdef = OPS.get(op)
         if opdef is None:
             raise KeyError(f"symgrad internal error: no op {op!r} in the registry")
-        shape, kind = opdef.infer([self.nodes[a] for a in args], params)
+        nodes = self.nodes
+        arg_nodes = [nodes[a] for a in args]
+        shape, kind = opdef.infer(arg_nodes, params)
         if opdef.simplify is not None:
             simpler = opdef.simplify(self, args, params, shape)
             if simpler is not None:
                 return simpler
         if (args and opdef.numpy is not None
-                and all(self.nodes[a].op in ("const", "bconst") for a in args)
+                and all(n.op == "const" or n.op == "bconst" for n in arg_nodes)
                 and (int(np.prod(shape)) <= FOLD_MAX_SIZE
                      or all(self.scalar_value(a) is not None for a in args if self.nodes[a].op == "const"))):
             with np.errstate(all="ignore"):
@@ -135,7 +141,7 @@ class Graph:
         nid = self._intern.get(key)
         if nid is None:
             nid = len(self.nodes)
-            self.nodes.append(Node(nid, op, args, params, tuple(int(s) for s in shape), kind))
+            self.nodes.append(Node(nid, op, args, params, tuple(map(int, shape)) if shape else (), kind))
             self._intern[key] = nid
         return nid
 

@@ -121,6 +121,10 @@ def _sympy_classes(base) -> dict:
 
 
 def broadcast_shapes(*shapes) -> tuple[int, ...]:
+    """NumPy's broadcast of ``shapes`` (raises ValueError if they do not broadcast)."""
+    first = shapes[0]
+    if all(s == first for s in shapes):  # the common case (scalars), without NumPy's machinery
+        return tuple(first)
     return tuple(np.broadcast_shapes(*shapes))
 
 

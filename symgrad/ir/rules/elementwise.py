@@ -40,10 +40,13 @@ _REAL, _POS, _UNIT, _ANY_NONZERO = "real", "positive", "unit", "nonzero"
 
 
 def _infer_float(nodes, params):
+    first = nodes[0].shape
+    same = True
     for n in nodes:
         if n.kind != "f":
             raise TypeError("a boolean value was used where a float is required")
-    return broadcast_shapes(*[n.shape for n in nodes]), "f"
+        same = same and n.shape == first
+    return (first if same else broadcast_shapes(*[n.shape for n in nodes])), "f"
 
 
 def _infer_bool(nodes, params):

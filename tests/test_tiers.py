@@ -1,0 +1,261 @@
+"""The interpreter tier (issue 15 point 3): same values as the compiled tier, bit for bit.
+
+Random programs (the property-test generator, :mod:`tests.property.strategies`) are traced,
+differentiated in every mode (jit, grad, jvp, vjp, hvp, hessian: one combined kernel),
+stabilised, then run on both tiers in float64 and float32 at random points.  Results must be
+identical bits (signed zeros and NaNs included).  The public API's tiered path is checked too:
+first calls answer from the interpreter while Numba compiles in a child process, then the
+compiled module takes over with the same values.
+"""
+from __future__ import annotations
+
+import os
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import symgrad as sg
+from symgrad.api.build import build_kernel
+from symgrad.api.stabilize_pass import stabilize_kernel
+from symgrad.compile.cache import cache_key, load_module
+from symgrad.compile.interpreter import tape_spec
+from symgrad.emit.module import KernelDef, emit_module
+from symgrad.emit.printer import KernelIO
+from symgrad.emit.tape import build_tape
+from symgrad.ir.ops import REGISTRY
+from symgrad.runtime.gufunc import gufunc_call
+from symgrad.trace.trace import trace_program
+
+from .property.strategies import BOXES, programs
+
+KINDS = ("jit", "grad", "jvp", "vjp", "hvp", "hessian")
+
+
+def _both_tiers(program, stabilize: bool):
+    p = trace_program(program.fn, program.example_args(), [tuple(s) for s in program.input_shapes])
+    wrt = list(range(len(p.inputs)))
+    ins, outs, seen = [], [], set()
+    for kind in KINDS:
+        k = build_kernel(p, kind, wrt).kernel
+        for a in k.args:
+            if a.node not in seen:
+                seen.add(a.node)
+                ins.append(KernelIO(a.name, a.node, a.shape))
+        outs += [KernelIO(f"{kind}__{o.name}", o.node, o.shape) for o in k.outputs]
+    kd = KernelDef(f"{p.name}_tiers", "tier test kernel", ins, outs)
+    if stabilize:
+        stabilize_kernel(p.graph, kd, 0.25)
+    tape = build_tape(p.graph, kd.args, kd.outputs, kd.widen_float32)
+    assert tape is not None, "every op the generator draws has a tape lowering"
+    key = cache_key(p.fingerprint(), "tier-test", stabilize)
+    module = load_module(kd.name, key, emit_module(p.graph, [kd], ["tier test"]))
+    return getattr(module, kd.name), tape_spec(kd.name, tape), kd
+
+
+def _same_bits(a, b) -> bool:
+    a, b = np.asarray(a), np.asarray(b)
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return False
+    both_nan = np.isnan(a) & np.isnan(b)
+    return bool(np.all(both_nan | ((a == b) & (np.signbit(a) == np.signbit(b)))))
+
+
+def _points(program, ins, rng, n=7):
+    """``n`` points per input (batched), in each program input's box; tangents/cotangents normal."""
+    args = []
+    for k, io in enumerate(ins):
+        if k < program.n_inputs:
+            box = BOXES[program.notes[k]]
+            args.append(rng.uniform(box.lo, box.hi, (n,) + tuple(io.shape)))
+        else:
+            args.append(rng.standard_normal((n,) + tuple(io.shape)))
+    return args
+
+
+def _check(program, stabilize, seed):
+    compiled, spec, kd = _both_tiers(program, stabilize)
+    rng = np.random.default_rng(seed)
+    args = _points(program, kd.args, rng)
+    for dtype in ("float64", "float32"):
+        xs = [a.astype(dtype) for a in args]
+        want = compiled(*xs)
+        got = gufunc_call(spec, tuple(xs))
+        want, got = (want, got) if isinstance(want, tuple) else ((want,), (got,))
+        for name, w, g in zip([o.name for o in kd.outputs], want, got):
+            assert _same_bits(w, g), f"{dtype} {name}: compiled {w!r} interpreter {g!r}\n{program.source()}"
+
+
+_SETTINGS = dict(deadline=None, derandomize=True, database=None)  # each example compiles a Numba module
+
+
+@settings(max_examples=15, **_SETTINGS)
+@given(programs(max_ops=8), st.integers(0, 2**31 - 1))
+def test_random_scalar_programs_bit_identical(program, seed):
+    _check(program, stabilize=False, seed=seed)
+
+
+@settings(max_examples=6, **_SETTINGS)
+@given(programs(max_ops=6, vectors=True), st.integers(0, 2**31 - 1))
+def test_random_vector_programs_bit_identical(program, seed):
+    _check(program, stabilize=False, seed=seed)
+
+
+@settings(max_examples=6, **_SETTINGS)
+@given(programs(max_ops=6), st.integers(0, 2**31 - 1))
+def test_random_stabilised_programs_bit_identical(program, seed):
+    """Stable rewrites bring regimes (conditional expressions) and helpers (_sigmoid, _softplus)."""
+    _check(program, stabilize=True, seed=seed)
+
+
+_SPECIAL = np.array([0.0, -0.0, 1.0, -1.0, 0.5, 2.0, 3.0, 1e-310, -1e-310, 1e300, -1e300, 700.0, -750.0,
+                     np.inf, -np.inf, np.nan, 1e-8, 0.9999999, 30.0, -30.0])
+
+
+def _all_ops_program(x, y, n):
+    """Every elementwise op applied to ``x`` (and ``y``; ``n`` for an integer order)."""
+    out = []
+    for name in ELEMENTWISE:
+        domain = REGISTRY[name].domain
+        args = [n if d == "order" else (x if k == 0 else y) for k, d in enumerate(domain)]
+        out.append(x.ctx.apply(name, *args))
+    return tuple(out)
+
+
+ELEMENTWISE = sorted(n for n, op in REGISTRY.items()
+                     if op.elementwise and op.domain and "bool" not in op.domain
+                     and not (op.nondiff and (op.infix or n.startswith("logical_"))))
+
+
+def test_every_elementwise_op_bit_identical_including_special_values():
+    """Each op's value and JVP on both tiers, at ordinary points and at +-0, subnormals, huge values,
+    +-inf and NaN (outside an op's domain both tiers must give the same NaN or inf)."""
+    p = trace_program(_all_ops_program, (0.0, 0.0, 0.0), [(), (), ()])
+    wrt = [0, 1]
+    jit = build_kernel(p, "jit", wrt).kernel
+    jvp = build_kernel(p, "jvp", wrt).kernel
+    outs = [*jit.outputs, *[KernelIO(f"d_{o.name}", o.node, o.shape) for o in jvp.outputs]]
+    kd = KernelDef("tier_all_ops", "tier test: every elementwise op", list(jvp.args), outs)
+    tape = build_tape(p.graph, kd.args, kd.outputs)
+    assert tape is not None
+    module = load_module(kd.name, cache_key(p.fingerprint(), "tier-op-test"), emit_module(p.graph, [kd], ["t"]))
+    rng = np.random.default_rng(0)
+    base = np.concatenate([_SPECIAL, rng.uniform(-4, 4, 30)])
+    x, y = np.meshgrid(base, rng.permutation(base))
+    cols = [x.ravel(), y.ravel(), rng.integers(0, 4, x.size).astype(float)]
+    cols += [rng.standard_normal(x.size) for _ in kd.args[3:]]  # tangents (n's tangent included)
+    spec = tape_spec(kd.name, tape)
+    names = [f"{n}" for n in ELEMENTWISE] + [f"d {n}" for n in ELEMENTWISE]
+    for dtype in ("float64", "float32"):
+        with np.errstate(all="ignore"):
+            xs = [c.astype(dtype) for c in cols]
+            want = getattr(module, kd.name)(*xs)
+            got = gufunc_call(spec, tuple(xs))
+        for w, g, name in zip(want, got, names):
+            bad = ~(np.isnan(w) & np.isnan(g) | ((w == g) & (np.signbit(w) == np.signbit(g))))
+            assert not bad.any(), (f"{name} {dtype} at x={xs[0][bad][:3]}, y={xs[1][bad][:3]}: compiled "
+                                   f"{w[bad][:3]} interpreter {g[bad][:3]}")
+
+
+def mlp_loss_factory(H=6, D=5, seed=0):
+    rng = np.random.default_rng(seed)
+    xd, yd = rng.standard_normal(D), 0.3
+
+    def mlp_loss(p):
+        out = 0.0
+        for h in range(H):
+            a = p[H * D + h]
+            for d in range(D):
+                a = a + p[h * D + d] * xd[d]
+            out = out + p[H * D + H + h] * np.tanh(a)
+        r = out - yd
+        return r * r
+
+    def grad_ref(p):
+        W, b, v = p[:H * D].reshape(H, D), p[H * D:H * D + H], p[H * D + H:]
+        t = np.tanh(W @ xd + b)
+        r = v @ t - yd
+        da = 2 * r * v * (1 - t * t)
+        return np.concatenate([np.outer(da, xd).ravel(), da, 2 * r * t])
+
+    return mlp_loss, grad_ref, H * D + 2 * H
+
+
+def test_public_api_answers_from_the_interpreter_then_the_compiled_tier():
+    loss, grad_ref, n = mlp_loss_factory()
+    g = sg.grad(loss, signature="(n)->()", tiered=True)
+    p = np.random.default_rng(3).standard_normal(n) * 0.5
+    first = g(p)
+    entry = next(iter(g.compiled._entries.values()))
+    np.testing.assert_allclose(first, grad_ref(p), rtol=1e-12, atol=1e-14)
+    assert "def mlp_loss_grad_f64" in g.source(p)  # the source is there before the compile ends
+    P = np.random.default_rng(4).standard_normal((5, n))
+    batch_interp = g(P)  # batches and float32 on the interpreter (or already compiled: same bits)
+    f32_interp = g(P.astype(np.float32))
+    g.wait_compiled()
+    assert entry.tier == "compiled"
+    assert _same_bits(g(p), first)
+    assert _same_bits(g(P), batch_interp)
+    assert _same_bits(g(P.astype(np.float32)), f32_interp)
+    assert f32_interp.dtype == np.float32
+
+
+def test_tiered_jacobian_hessian_and_value_and_grad_match_the_compiled_tier():
+    def f(x):
+        return np.array([np.sin(x[0]) * x[1], np.exp(x[1] - x[2]), x[0] * x[1] * x[2]])
+
+    def s(x):
+        return np.sum(np.log1p(np.exp(x))) + x[0] * x[2]
+
+    x = np.array([0.3, -1.2, 2.0])
+    for make, fn in ((sg.jacobian, f), (sg.hessian, s), (sg.value_and_grad, s)):
+        tiered = make(fn, tiered=True)
+        direct = make(fn, tiered=False)
+        got, want = tiered(x), direct(x)
+        for a, b in zip(got if isinstance(got, tuple) else (got,), want if isinstance(want, tuple) else (want,)):
+            assert _same_bits(np.asarray(a), np.asarray(b))
+        tiered.wait_compiled()
+
+
+def test_tiered_false_and_environment_compile_in_the_calling_thread(monkeypatch):
+    loss, _, n = mlp_loss_factory(2, 2)
+    g = sg.grad(loss, signature="(n)->()", tiered=False)
+    g(np.zeros(n))
+    assert next(iter(g.compiled._entries.values())).tier == "compiled"
+    monkeypatch.setenv("SYMGRAD_TIERED", "0")
+    loss, _, n = mlp_loss_factory(3, 2)
+    g = sg.grad(loss, signature="(n)->()")
+    g(np.zeros(n))
+    assert next(iter(g.compiled._entries.values())).job is None
+
+
+def test_a_failed_background_compile_warns_and_keeps_answering(monkeypatch):
+    from symgrad.compile import background
+
+    def broken(*args):
+        raise RuntimeError("simulated compiler crash")
+
+    monkeypatch.setattr(background, "_compile_in_child", broken)
+    loss, grad_ref, n = mlp_loss_factory(2, 3, seed=7)
+    g = sg.grad(loss, signature="(n)->()", tiered=True)
+    p = np.linspace(-1, 1, n)
+    g(p)
+    entry = next(iter(g.compiled._entries.values()))
+    entry.job.wait()
+    with pytest.warns(sg.SymgradWarning, match="simulated compiler crash"):
+        value = g(p)
+    np.testing.assert_allclose(value, grad_ref(p), rtol=1e-12, atol=1e-14)
+    with pytest.raises(RuntimeError, match="could not compile"):
+        g.wait_compiled()
+
+
+def test_programs_the_tape_cannot_lower_wait_for_the_compiled_tier():
+    """A linear-algebra op has no tape lowering: the build compiles as before."""
+    def logdet(a):
+        return np.linalg.slogdet(a)[1]
+
+    g = sg.grad(logdet, tiered=True)
+    a = np.array([[2.0, 0.3], [0.1, 1.5]])
+    np.testing.assert_allclose(g(a), np.linalg.inv(a).T, rtol=1e-12)
+    assert next(iter(g.compiled._entries.values())).job is None
