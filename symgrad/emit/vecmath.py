@@ -62,36 +62,38 @@ import math
 import numba
 import numpy as np
 from numba import types
-from numba.extending import intrinsic, overload
+from numba.extending import overload
 
 __all__ = ["exp", "expm1", "log", "log1p", "tanh", "sigmoid", "softplus",
            "exp_f64", "expm1_f64", "log_f64", "log1p_f64", "tanh_f64", "sigmoid_f64", "softplus_f64",
            "exp_f32", "expm1_f32", "log_f32", "log1p_f32", "tanh_f32", "sigmoid_f32", "softplus_f32"]
 
 
-@intrinsic
+# ---- generated modules copy the text from here to the end marker (symgrad.emit.prelude): ----
+# ---- top-level names only, using math, np and numba; every name is renamed _vm... there. ----
+
+@numba.extending.intrinsic
 def _f64_bits(typingctx, x):
     """The IEEE bits of a float64 as an int64 (an LLVM bitcast: free and vectorisable)."""
-    if x != types.float64:
+    if x != numba.types.float64:
         return None
 
     def codegen(context, builder, signature, args):
-        return builder.bitcast(args[0], context.get_value_type(types.int64))
-    return types.int64(types.float64), codegen
+        return builder.bitcast(args[0], context.get_value_type(numba.types.int64))
+    return numba.types.int64(numba.types.float64), codegen
 
 
-@intrinsic
+@numba.extending.intrinsic
 def _f64_from_bits(typingctx, n):
     """The float64 whose IEEE bits are the int64 ``n``."""
-    if n != types.int64:
+    if n != numba.types.int64:
         return None
 
     def codegen(context, builder, signature, args):
-        return builder.bitcast(args[0], context.get_value_type(types.float64))
-    return types.float64(types.int64), codegen
+        return builder.bitcast(args[0], context.get_value_type(numba.types.float64))
+    return numba.types.float64(numba.types.int64), codegen
 
 
-_JIT = dict(nogil=True, fastmath=False, error_model="numpy", cache=True)
 
 # fdlibm e_exp.c constants.
 _INVLN2 = 1.44269504088896338700e+00
@@ -119,7 +121,7 @@ _TWO54 = 18014398509481984.0
 _DBL_MIN = 2.2250738585072014e-308
 
 
-@numba.njit(**_JIT)
+@numba.njit(cache=True, fastmath=False, error_model="numpy", nogil=True)
 def exp_f64(x):
     """e**x for a float64 scalar, error < 1 ulp (fdlibm e_exp.c, branch-free; see module doc).
 
@@ -142,7 +144,7 @@ def exp_f64(x):
     return (y * _f64_from_bits((k1 + 1023) << 52)) * _f64_from_bits((k2 + 1023) << 52)
 
 
-@numba.njit(**_JIT)
+@numba.njit(cache=True, fastmath=False, error_model="numpy", nogil=True)
 def log_f64(x):
     """Natural logarithm of a float64 scalar, error < 1 ulp (fdlibm e_log.c, branch-free).
 
@@ -179,7 +181,7 @@ def log_f64(x):
 _LN2 = 0.6931471805599453
 
 
-@numba.njit(inline="always", **_JIT)
+@numba.njit(cache=True, fastmath=False, error_model="numpy", nogil=True, inline="always")
 def exp_f32(x):
     """e**x for a float32 scalar, error < 1 ulp of float32 (max 0.5032 ulp over every float32).
 
@@ -202,13 +204,13 @@ def exp_f32(x):
     return np.float32(p * _f64_from_bits((k + 1023) << 52))
 
 
-@numba.njit(inline="always", **_JIT)
+@numba.njit(cache=True, fastmath=False, error_model="numpy", nogil=True, inline="always")
 def log_f32(x):
     """log(x) for a float32 scalar: the float64 result rounded once, error < 1 ulp of float32."""
     return np.float32(log_f64(np.float64(x)))
 
 
-@numba.njit(**_JIT)
+@numba.njit(cache=True, fastmath=False, error_model="numpy", nogil=True)
 def log1p_f64(x):
     """log(1 + x) for a float64 scalar, error < 1 ulp (fdlibm s_log1p.c, branch-free).
 
@@ -242,7 +244,7 @@ def log1p_f64(x):
     return x if x != x else y
 
 
-@numba.njit(inline="always", **_JIT)
+@numba.njit(cache=True, fastmath=False, error_model="numpy", nogil=True, inline="always")
 def log1p_f32(x):
     """log(1 + x) for a float32 scalar: the float64 result rounded once, error < 1 ulp of float32."""
     return np.float32(log1p_f64(np.float64(x)))
@@ -255,15 +257,15 @@ _Q4 = 4.00821782732936239552e-06
 _Q5 = -2.01099218183624371326e-07
 
 
-@numba.njit(**_JIT)
+@numba.njit(cache=True, fastmath=False, error_model="numpy", nogil=True)
 def _div(a, b):
     """a / b as IEEE division: a small function LLVM inlines, keeping NumPy's error model
     inside callers that are inlined in Numba IR (whose own ``/`` would follow the caller's)."""
     return a / b
 
 
-@numba.njit(inline="always", **_JIT)    # too big for LLVM's inliner (see softplus_f64); its one
-def expm1_f64(x):                         # division goes through _div
+@numba.njit(cache=True, fastmath=False, error_model="numpy", nogil=True, inline="always")
+def expm1_f64(x):  # too big for LLVM's inliner: inlined in Numba IR, its one division through _div
     """e**x - 1 for a float64 scalar, error < 1 ulp (fdlibm s_expm1.c, branch-free).
 
     x = k ln2 + r (+ c, the rounding error of r), |r| <= ln2/2; expm1(r) from a degree-5
@@ -304,40 +306,40 @@ def expm1_f64(x):                         # division goes through _div
     return x if x != x else y
 
 
-@numba.njit(inline="always", **_JIT)
+@numba.njit(cache=True, fastmath=False, error_model="numpy", nogil=True, inline="always")
 def expm1_f32(x):
     """e**x - 1 for a float32 scalar: the float64 result rounded once, error < 1 ulp of float32."""
     return np.float32(expm1_f64(np.float64(x)))
 
 
-@intrinsic
+@numba.extending.intrinsic
 def _fma(typingctx, a, b, c):
     """a * b + c with one rounding (LLVM ``llvm.fma.f64``: one instruction on x86-64 with FMA3,
     vectorisable; a correctly rounded libm call elsewhere).  Used for exact products in the
     double-double routines below (Dekker's TwoProduct as fma(a, b, -a*b))."""
-    if not (a == types.float64 and b == types.float64 and c == types.float64):
+    if not (a == numba.types.float64 and b == numba.types.float64 and c == numba.types.float64):
         return None
 
     def codegen(context, builder, signature, args):
         return builder.fma(*args)
-    return types.float64(types.float64, types.float64, types.float64), codegen
+    return numba.types.float64(numba.types.float64, numba.types.float64, numba.types.float64), codegen
 
 
 _LN2LO2 = 1.1612227229362532e-26           # ln 2 - _LN2HI - _LN2LO (third Cody-Waite part)
 
 
-@numba.njit(inline="always", **_JIT)
+@numba.njit(cache=True, fastmath=False, error_model="numpy", nogil=True, inline="always")
 def _exp_dd(a):
-    """exp(a) = 2^k (s_hi + s_lo) for a float64 ``a`` (clamped to [-746, 710]; NaN gives NaN parts).
+    """exp(a) = 2^k (s_hi + s_lo) and expm1(r) = m_hi + m_lo for a float64 ``a`` (clamped to [-746, 710]).
 
-    Double-double result: s_hi + s_lo in [0.70, 1.42] with relative error below 2^-62, and
-    e = s_lo + (s_hi - 1) - ... : returns (k, s_hi, s_lo, m_hi, m_lo) where m = s - 1 = expm1(r)
-    in double-double too (|m| <= 0.42, relative error below 2^-61 even for tiny r).
+    Returns (k, s_hi, s_lo, m_hi, m_lo): s = e^r in [0.70, 1.42] and m = e^r - 1 (|m| <= 0.42) as
+    double-doubles with relative errors below 2^-62 resp. 2^-61 (m also for tiny r), where
+    a = k ln 2 + r.  NaN gives NaN parts (k is then meaningless).
 
     Reduction (Cody-Waite with a three-part ln 2, Tang 1989 without the table): k = round(a / ln 2),
     r = a - k ln 2 as r_hi + r_lo exactly up to 2^-100 |a|; |r| <= 0.3466.  Then
     expm1(r) = r + r^2/2 + r^3 P(r), r^2/2 in double-double (TwoProduct by FMA), P the Taylor
-    polynomial of (e^r - 1 - r - r^2/2)/r^3 to degree 11 (truncation < 2^-66 relative),
+    polynomial of (e^r - 1 - r - r^2/2)/r^3 to degree 11 (truncation < 2^-63 relative),
     and the sums by Fast2Sum (Dekker 1971; Muller et al., Handbook of Floating-Point
     Arithmetic, 2nd ed. 2018, ch. 4).
     """
@@ -368,13 +370,13 @@ def _exp_dd(a):
     return k, s_hi, s_lo, m_hi, m_lo
 
 
-@numba.njit(inline="always", **_JIT)
+@numba.njit(cache=True, fastmath=False, error_model="numpy", nogil=True, inline="always")
 def _pow2(k):
     """2.0 ** k for an int64 -1022 <= k <= 1023 (exponent bits)."""
     return _f64_from_bits((k + 1023) << 52)
 
 
-@numba.njit(inline="always", **_JIT)
+@numba.njit(cache=True, fastmath=False, error_model="numpy", nogil=True, inline="always")
 def _div_dd(nh, nl, dh, dl):
     """(nh + nl) / (dh + dl) rounded once more: q = nh/dh corrected by the exact residual
     nh - q dh (FMA) and the tails (Dekker 1971; Muller et al. 2018, section 14.5).  Relative error
@@ -384,8 +386,8 @@ def _div_dd(nh, nl, dh, dl):
     return q + _div(r, dh)
 
 
-@numba.njit(inline="always", **_JIT)     # inlined in Numba IR, divisions through _div
-def tanh_f64(x):
+@numba.njit(cache=True, fastmath=False, error_model="numpy", nogil=True, inline="always")
+def tanh_f64(x):  # inlined in Numba IR, divisions through _div
     """tanh for a float64 scalar, error < 1 ulp (measured max in tests/test_vecmath.py).
 
     tanh|x| = -t/(2 + t) with t = expm1(-2|x|) (fdlibm s_tanh.c's small-|x| formula, used for all
@@ -411,7 +413,7 @@ def tanh_f64(x):
     return x if x != x else y
 
 
-@numba.njit(inline="always", **_JIT)
+@numba.njit(cache=True, fastmath=False, error_model="numpy", nogil=True, inline="always")
 def _tanh_f64_fast(x):
     """fdlibm's tanh from one expm1 (bound 4.2 ulp of float64): rounded to float32 it is < 1 ulp."""
     ax = abs(x)
@@ -422,14 +424,14 @@ def _tanh_f64_fast(x):
     return math.copysign(z, x)
 
 
-@numba.njit(inline="always", **_JIT)
+@numba.njit(cache=True, fastmath=False, error_model="numpy", nogil=True, inline="always")
 def tanh_f32(x):
     """tanh for a float32 scalar: fdlibm's formula in float64 (error < 4.2 ulp of float64 =
     2^-26.9 ulp of float32) rounded once, error < 1 ulp of float32."""
     return np.float32(_tanh_f64_fast(np.float64(x)))
 
 
-@numba.njit(inline="always", **_JIT)
+@numba.njit(cache=True, fastmath=False, error_model="numpy", nogil=True, inline="always")
 def sigmoid_f64(x):
     """1/(1 + e**-x) for a float64 scalar, error < 1 ulp, no overflow.
 
@@ -453,7 +455,7 @@ def sigmoid_f64(x):
     return x if x != x else y
 
 
-@numba.njit(inline="always", **_JIT)
+@numba.njit(cache=True, fastmath=False, error_model="numpy", nogil=True, inline="always")
 def softplus_f64(x):
     """log(1 + e**x) for a float64 scalar, error < 1 ulp: max(x, 0) + log1p(exp(-|x|)) (Maechler 2012)
     with every step in double-double.
@@ -501,31 +503,34 @@ def softplus_f64(x):
     return x if (x != x) | (x == math.inf) else y
 
 
-@numba.njit(**_JIT)
+@numba.njit(cache=True, fastmath=False, error_model="numpy", nogil=True)
 def _sigmoid_f64_fast(x):
     """The prelude's stable sigmoid with vecmath's exp (< 3.72 ulp of float64)."""
     e = exp_f64(-abs(x))
     return (1.0 if x >= 0.0 else e) / (1.0 + e)
 
 
-@numba.njit(inline="always", **_JIT)
+@numba.njit(cache=True, fastmath=False, error_model="numpy", nogil=True, inline="always")
 def _softplus_f64_fast(x):
     """max(x, 0) + log1p(exp(-|x|)) with vecmath's exp and log1p (< 3.3 ulp of float64)."""
     return (x if x > 0.0 else 0.0) + log1p_f64(exp_f64(-abs(x)))
 
 
-@numba.njit(inline="always", **_JIT)
+@numba.njit(cache=True, fastmath=False, error_model="numpy", nogil=True, inline="always")
 def sigmoid_f32(x):
     """Logistic function for a float32 scalar: float64 evaluation (< 3.72 ulp of float64) rounded once,
     error < 1 ulp of float32."""
     return np.float32(_sigmoid_f64_fast(np.float64(x)))
 
 
-@numba.njit(inline="always", **_JIT)
+@numba.njit(cache=True, fastmath=False, error_model="numpy", nogil=True, inline="always")
 def softplus_f32(x):
     """log(1 + e**x) for a float32 scalar: float64 evaluation (< 3.3 ulp of float64) rounded once,
     error < 1 ulp of float32."""
     return np.float32(_softplus_f64_fast(np.float64(x)))
+
+
+# ---- end of the text generated modules copy ----
 
 
 def _dispatcher(name, f64, f32, numpy_form, what):
