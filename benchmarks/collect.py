@@ -14,6 +14,7 @@ Each suite writes its own markdown (with machine, date and command):
     python benchmarks/bench_linalg.py       -> results/linalg.md
     python benchmarks/bench_buildtime.py    -> results/buildtime.md
     python benchmarks/bench_vecmath.py      -> results/vecmath.md
+    python benchmarks/bench_issue19.py      -> results/issue19.md
 then:
     python benchmarks/collect.py            -> BENCHMARKS.md
 """
@@ -36,7 +37,8 @@ SUITES = [("summary.md", "Targets at a glance"),
           ("vocab.md", "NumPy vocabulary: gradients through max, cumsum, gathers, pad, diff, std (issue 14)"),
           ("linalg.md", "Linear algebra: Gaussian log-likelihood gradient through slogdet and solve (issue 14)"),
           ("buildtime.md", "Build time of a scalar-loop model at growing sizes (issue 15)"),
-          ("vecmath.md", "Vectorised elementary functions in Numba loops (issue 19, first part)")]
+          ("vecmath.md", "Vectorised elementary functions in Numba loops (issue 19)"),
+          ("issue19.md", "Issue 19 targets: elementwise and Rosenbrock kernels against the best peer")]
 
 
 def main() -> None:

@@ -1,4 +1,4 @@
-"""symgrad.emit.vecmath: exp, expm1, log, log1p (and float32 tanh, sigmoid, softplus) within 1 ulp, exact specials, loops that vectorise.
+"""symgrad.emit.vecmath: exp, expm1, log, log1p, tanh, sigmoid, softplus within 1 ulp, exact specials, loops that vectorise.
 
 Reference: the x87 80-bit long double (64-bit significand; NumPy's ``longdouble`` on
 x86-64 Linux) evaluates exp/log of each float64/float32 input with a relative error
@@ -84,13 +84,18 @@ FUNCS = {"exp": (_exp_loop, np.exp, mpmath.exp), "log": (_log_loop, np.log, mpma
          "sigmoid": (_sigmoid_loop, _ld_sigmoid, lambda v: 1 / (1 + mpmath.exp(-v))),
          "softplus": (_softplus_loop, _ld_softplus, lambda v: mpmath.log1p(mpmath.exp(v)))}
 
-# Max ulp allowed.  1 everywhere except sigmoid/softplus in float64, which compose exp
-# (< 0.86 ulp), log1p (< 0.79 ulp) and one or two rounded operations: relative error below
-# (2 * 0.86 + 2) * 2^-53 resp. (2 * 0.86 + 1.58) * 2^-53, i.e. 3.72 resp. 3.3 ulp at most
-# (the same formulas with NumPy's libm have the same bound; measured 2.2 and 1.4 ulp).
-# tanh in float64 (fdlibm's -t/(t+2), t = expm1(-2|x|), for |x| < 1): 0.77 ulp of t and
-# two roundings bound it by (1.54 + 1 + 0.66 + 1) * 2^-53, i.e. 4.2 ulp (measured 2.05).
-BOUNDS = {("sigmoid", np.float64): 3.72, ("softplus", np.float64): 3.3, ("tanh", np.float64): 4.2}
+# Max ulp allowed: 1 for every function and dtype (issue 19).  tanh, sigmoid and softplus in
+# float64 evaluate in double-double and round once (bound 0.5 ulp + 2^-8, 0.75 ulp for subnormal
+# sigmoid/softplus results); composing the 1-ulp exp/log1p instead would allow 4.2, 3.72, 3.3 ulp.
+BOUNDS: dict = {}
+
+# The measured maxima of test_within_one_ulp (seed 19, fixed inputs): the always-on test fails
+# when any of them grows, not only when it passes 1 ulp.
+MEASURED = {("exp", np.float64): 0.855, ("exp", np.float32): 0.502, ("expm1", np.float64): 0.768,
+            ("expm1", np.float32): 0.500, ("log", np.float64): 0.802, ("log", np.float32): 0.500,
+            ("log1p", np.float64): 0.786, ("log1p", np.float32): 0.500, ("tanh", np.float64): 0.535,
+            ("tanh", np.float32): 0.500, ("sigmoid", np.float64): 0.750, ("sigmoid", np.float32): 0.500,
+            ("softplus", np.float64): 0.750, ("softplus", np.float32): 0.500}
 
 
 def run(name, x):
@@ -216,6 +221,8 @@ def test_within_one_ulp(name, dtype):
     err, x, y, n = max_ulp_error(name, dtype, 200_000, seed=19)
     assert n >= 200_000
     assert err <= BOUNDS.get((name, dtype), 1.0), f"vecmath.{name}({x!r}) = {y!r}: {err:.3f} ulp"
+    assert err <= MEASURED[name, dtype] + 5e-4, \
+        f"vecmath.{name} {np.dtype(dtype).name}: max error grew from {MEASURED[name, dtype]} to {err:.4f} ulp at {x!r}"
     print(f"vecmath.{name} {np.dtype(dtype).name}: max {err:.3f} ulp over {n} points")
 
 
@@ -229,12 +236,13 @@ def test_within_one_ulp_million_points(name, dtype):
         assert err <= BOUNDS.get((name, dtype), 1.0), f"vecmath.{name}({x!r}) = {y!r}: {err:.3f} ulp"
 
 
-@pytest.mark.parametrize("name", ["exp", "expm1", "log", "log1p"])
+@pytest.mark.parametrize("name", ALL)
 def test_reference_agrees_with_mpmath(name):
     """The long double reference is within 0.01 ulp of float64 of mpmath at 120 bits."""
     x = INPUTS[name](np.float64, 4000, np.random.default_rng(7))
     with np.errstate(all="ignore"):
-        x = x[np.isfinite(x) & {"log": x > 0, "log1p": x > -1, "exp": np.abs(x) < 745, "expm1": np.abs(x) < 700}[name]]
+        x = x[np.isfinite(x) & {"log": x > 0, "log1p": x > -1, "exp": np.abs(x) < 745, "expm1": np.abs(x) < 700,
+                                "tanh": np.abs(x) < 700, "sigmoid": np.abs(x) < 700, "softplus": np.abs(x) < 700}[name]]
     ref = reference(name, x)
     with mpmath.workprec(120):
         exact = np.array([LD(str(FUNCS[name][2](mpmath.mpf(float(v))))) for v in x])

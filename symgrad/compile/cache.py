@@ -48,6 +48,7 @@ import warnings
 from pathlib import Path
 
 from .._version import __version__
+from ..emit.prelude import vecmath_enabled
 from ..errors import CacheWarning
 
 _MODULES: dict[str, object] = {}
@@ -131,13 +132,20 @@ def code_hash() -> str:
 
 def cache_key(*parts: object) -> str:
     """sha256 of the parts' reprs plus everything else that determines generated code:
-    the versions of symgrad, Numba, NumPy and SymPy, and symgrad's own source."""
+    the versions of symgrad, Numba, NumPy and SymPy, symgrad's own source, and the
+    environment switches the emitter reads (``$SYMGRAD_VECMATH``: vecmath helpers or libm calls),
+    so a module generated under one setting is never reused under the other.
+
+    Raises:
+      ValueError: ``$SYMGRAD_VECMATH`` is set to something other than 0 or 1.
+    """
     import numba
     import numpy
     import sympy
 
     h = hashlib.sha256()
-    for p in (__version__, code_hash(), numba.__version__, numpy.__version__, sympy.__version__, *parts):
+    switches = ("vecmath", vecmath_enabled())
+    for p in (__version__, code_hash(), numba.__version__, numpy.__version__, sympy.__version__, switches, *parts):
         h.update(repr(p).encode())
         h.update(b"\0")
     return h.hexdigest()

@@ -28,8 +28,12 @@ from .prelude import helper_source, helpers_used
 from .printer import KernelIO, array_constants, print_body
 
 JIT = '@numba.njit(cache=True, fastmath=False, error_model="numpy", nogil=True)'
+# A scalar core (every argument and output a scalar: an elementwise kernel) is inlined into its batch
+# loop in Numba IR, so LLVM sees one loop body and can vectorise it (a call per element cannot be).
+JIT_INLINE = '@numba.njit(cache=True, fastmath=False, error_model="numpy", nogil=True, inline="always")'
 JIT_PARALLEL = '@numba.njit(cache=True, fastmath=False, error_model="numpy", nogil=True, parallel=True)'
 RUNTIME_IMPORT = "from symgrad.runtime.gufunc import GufuncSpec, gufunc_call"
+VECMATH_BANNER = "# ---- library: symgrad/emit/vecmath.py (vectorisable, within 1 ulp; SYMGRAD_VECMATH=0 for libm) ----"
 
 
 @dataclass
@@ -93,7 +97,9 @@ def emit_kernel(g: Graph, k: KernelDef, dtypes=DTYPES, max_ops: int | None = Non
             lines += _indent(pbody)
             if pret:
                 lines.append(f"    return {', '.join(pret)}")
-        lines += ["", JIT, f"def {k.name}_{sfx}({params}):", f"    {docstring(doc)}"]
+        scalar_core = all(a.shape == () for a in k.args) and all(o.shape == () for o in k.outputs)
+        lines += ["", JIT_INLINE if scalar_core and not parts else JIT, f"def {k.name}_{sfx}({params}):",
+                  f"    {docstring(doc)}"]
         if widen:  # float32 in, float32 out, float64 in between (see symgrad.stabilize.widen)
             lines += [f"    {a} = np.float64({a})" for a in arg_names]
         lines += _indent(body)
@@ -201,7 +207,14 @@ def emit_module(g: Graph, kernels: list[KernelDef], header: list[str],
                 '    """A constant array stored in this file as base64 bytes."""',
                 "    return np.frombuffer(base64.b64decode(data), dtype=dtype).reshape(shape)", ""]
         out += const_lines
+    library = [h for h in helpers if h.startswith("_vm")]
     for h in helpers:
-        out += ["", helper_source(h).strip("\n")]
+        if h not in library:
+            out += ["", helper_source(h).strip("\n")]
     out += func_lines + wrapper_lines
+    if library:  # after the kernels, which look these names up when they are compiled (first call)
+        out += ["", "", VECMATH_BANNER]
+        for h in library:
+            text = helper_source(h).strip("\n")
+            out += ([text] if "\n" not in text and out[-1].startswith("_vm") else ["", text])
     return "\n".join(out) + "\n"

@@ -6,8 +6,20 @@ use, evaluating a function in its numerically stable form.  Constants are
 built from ``x`` itself so float32 stays float32: ``x ** 0`` is 1 in ``x``'s
 dtype for every ``x``, inf and NaN included (``x - x + 1`` would be NaN at
 +-inf, so ``sigmoid(inf)`` would be NaN instead of 1).
+
+The vectorisable elementary functions of :mod:`symgrad.emit.vecmath` are helpers too: their
+text is copied from that file (between its two marker lines), every top-level name prefixed
+``_vm`` (``exp_f64`` -> ``_vm_exp_f64``, ``_div`` -> ``_vm_div``), one helper per function or
+constant, so a module holds only what its kernels call and runs without symgrad installed.
+Op emit facets call them when :func:`vecmath_enabled` (``$SYMGRAD_VECMATH``, default on).
 """
 from __future__ import annotations
+
+import ast
+import functools
+import os
+import re
+from pathlib import Path
 
 HELPERS = {
     "_sigmoid": '''
@@ -120,9 +132,66 @@ def _sc_{name}({args}):
 '''
 
 
+def vecmath_enabled() -> bool:
+    """Whether kernels call the vecmath helpers (``$SYMGRAD_VECMATH``: unset, ``1``: yes; ``0``: the
+    libm calls ``np.exp`` ...).  Part of every generated module's cache key.
+
+    Raises:
+      ValueError: the variable is set to something other than ``0`` or ``1``.
+    """
+    text = os.environ.get("SYMGRAD_VECMATH", "").strip()
+    if text in ("", "1"):
+        return True
+    if text == "0":
+        return False
+    raise ValueError(f"SYMGRAD_VECMATH must be 0 (libm calls) or 1 (vectorisable vecmath helpers, the default); "
+                     f"got {text!r}")
+
+
+_VM_BEGIN = "# ---- generated modules copy the text from here"
+_VM_END = "# ---- end of the text generated modules copy"
+
+
+def _vm_name(name: str) -> str:
+    return "_vm" + name if name.startswith("_") else "_vm_" + name
+
+
+@functools.lru_cache(maxsize=1)
+def _vm_pieces() -> dict[str, tuple[str, tuple[str, ...]]]:
+    """``{_vm name: (source text, _vm names it uses)}`` in vecmath.py's order (each piece's
+    dependencies come before it)."""
+    text = Path(__file__).with_name("vecmath.py").read_text()
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith(_VM_BEGIN))
+    end = next(i for i, line in enumerate(lines) if line.startswith(_VM_END))
+    block = "\n".join(lines[start:end])
+    tree = ast.parse(block)
+    names = {}
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef):
+            names[node.name] = node
+        elif isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            names[node.targets[0].id] = node
+        else:
+            raise ValueError(f"vecmath.py line {start + node.lineno}: the copied block holds only functions "
+                             "and constants")
+    rename = re.compile(r"\b(" + "|".join(sorted(names, key=len, reverse=True)) + r")\b")
+    block_lines = block.splitlines()
+    pieces = {}
+    for name, node in names.items():
+        first = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])])
+        src = "\n".join(block_lines[first - 1:node.end_lineno])
+        used = {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and n.id in names and n.id != name}
+        pieces[_vm_name(name)] = (rename.sub(lambda m: _vm_name(m.group(1)), src) + "\n",
+                                  tuple(_vm_name(u) for u in names if u in used))
+    return pieces
+
+
 def _helper_source(name: str) -> str:
     if name in HELPERS:
         return HELPERS[name]
+    if name in _vm_pieces():
+        return _vm_pieces()[name][0]
     if name == "_scipy_special":
         return _SCIPY_SETUP
     if name.startswith("_sc_"):
@@ -144,7 +213,7 @@ def _scipy_arity(name: str) -> int:
 def _all_helper_names() -> list[str]:
     from ..ir.ops import REGISTRY
 
-    names = list(HELPERS)
+    names = list(HELPERS) + list(_vm_pieces())
     for op in REGISTRY.values():
         names += [h for h in op.helpers if h not in names]
     return names + (["_sc_psi"] if "_sc_psi" not in names else [])
@@ -157,10 +226,13 @@ def helpers_used(body_text: str) -> list[str]:
     texts = [body_text]
     while texts:
         text = texts.pop()
-        for name in _all_helper_names():
-            if name not in used and f"{name}(" in text:
+        found = [n for n in _all_helper_names() if n not in used and f"{n}(" in text]
+        while found:  # with the constants and functions a vecmath piece uses
+            name = found.pop()
+            if name not in used:
                 used.append(name)
                 texts.append(_helper_source(name))
+                found += list(_vm_pieces().get(name, ("", ()))[1])
     order = _all_helper_names()
     used.sort(key=order.index)
     return (["_scipy_special"] if any(n.startswith("_sc_") for n in used) else []) + used

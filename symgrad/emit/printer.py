@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from ..ir.graph import Graph, Node
 from ..ir.ops import REGISTRY
 from .names import NODE_REF, TempNamer, comment_lines, float_literal
+from .prelude import vecmath_enabled
 
 ATOM = 100
 _INLINE_MAX_DEPTH = 24  # deeper inline expressions get a temporary: printing and Python's parser recurse
@@ -43,11 +44,13 @@ class KernelIO:
 
 @dataclass
 class PrintContext:
-    """What op ``emit`` functions may ask: the graph, the dtype and constants."""
+    """What op ``emit`` functions may ask: the graph, the dtype, constants, and whether to call
+    the vectorisable vecmath helpers (``_vm_exp_f64`` ...) instead of libm (``np.exp``)."""
 
     graph: Graph
     dtype: str
     const_names: dict[int, str] = field(default_factory=dict)
+    vecmath: bool = field(default_factory=vecmath_enabled)
 
     @property
     def dtype_expr(self) -> str:

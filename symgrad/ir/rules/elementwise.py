@@ -57,6 +57,21 @@ def _call(fn):
     return lambda ctx, node, a: f"{fn}({', '.join(a)})"
 
 
+def _vecmath_or(name, libm):
+    """Emit facet of a unary op with a vecmath implementation: ``_vm_<name>_f64(x)`` (or ``_f32`` in
+    float32 kernels; helpers from symgrad/emit/vecmath.py, within 1 ulp, loops over them
+    vectorise) when the print context asks for vecmath, else the libm form ``<libm>(x)``."""
+    def emit(ctx, node, a):
+        if getattr(ctx, "vecmath", False):
+            return f"_vm_{name}_{'f32' if ctx.dtype == 'float32' else 'f64'}({a[0]})"
+        return f"{libm}({a[0]})"
+    return emit
+
+
+def _vm_helpers(name, *libm_helpers):
+    return tuple(libm_helpers) + (f"_vm_{name}_f64", f"_vm_{name}_f32")
+
+
 def _infix_emit(nargs, symbol):
     if nargs == 1:
         return lambda ctx, node, a: f"{symbol}{a[0]}"
@@ -217,11 +232,15 @@ _ew("pow", 2, np.power, _sp_pow, _pow_partials, mpmath=mpmath.power, ufuncs=("nu
     ref="d/dx x^p = p x^(p-1); d/dp x^p = log(x) x^p")
 
 # -- elementary functions (DLMF ch. 4) ----------------------------------------
-_ew("exp", 1, np.exp, sp.exp, lambda out, x: (out,), mpmath=mpmath.exp, ref="DLMF 4.5.1")
-_ew("log", 1, np.log, sp.log, lambda out, x: (1.0 / x,), mpmath=mpmath.log, domain=(_POS,), ref="DLMF 4.5.2")
+_ew("exp", 1, np.exp, sp.exp, lambda out, x: (out,), mpmath=mpmath.exp, ref="DLMF 4.5.1",
+    emit=_vecmath_or("exp", "np.exp"), helpers=_vm_helpers("exp"))
+_ew("log", 1, np.log, sp.log, lambda out, x: (1.0 / x,), mpmath=mpmath.log, domain=(_POS,), ref="DLMF 4.5.2",
+    emit=_vecmath_or("log", "np.log"), helpers=_vm_helpers("log"))
 _ew("log1p", 1, np.log1p, log1p, lambda out, x: (1.0 / (1.0 + x),), mpmath=mpmath.log1p, domain=(_POS,),
+    emit=_vecmath_or("log1p", "np.log1p"), helpers=_vm_helpers("log1p"),
     ref="DLMF 4.5.2")
-_ew("expm1", 1, np.expm1, expm1, lambda out, x: (out + 1.0,), mpmath=mpmath.expm1, ref="DLMF 4.5.1")
+_ew("expm1", 1, np.expm1, expm1, lambda out, x: (out + 1.0,), mpmath=mpmath.expm1, ref="DLMF 4.5.1",
+    emit=_vecmath_or("expm1", "np.expm1"), helpers=_vm_helpers("expm1"))
 def _simp_sqrt(g, args, params, shape):
     """sqrt(a*a) -> |a| (and sqrt(a**2)): equal wherever a*a does not overflow or underflow,
     exact where it does, and differentiable at 0 with abs's convention (0 instead of 0/0)."""
@@ -248,7 +267,7 @@ _ew("arctan", 1, np.arctan, sp.atan, lambda out, x: (1.0 / (1.0 + x * x),), mpma
 _ew("sinh", 1, np.sinh, sp.sinh, lambda out, x: (x.cosh(),), mpmath=mpmath.sinh, ref="DLMF 4.34.1")
 _ew("cosh", 1, np.cosh, sp.cosh, lambda out, x: (x.sinh(),), mpmath=mpmath.cosh, ref="DLMF 4.34.2")
 _ew("tanh", 1, np.tanh, sp.tanh, lambda out, x: (1.0 - out * out,), mpmath=mpmath.tanh,
-    ref="DLMF 4.34.3: tanh' = 1 - tanh^2")
+    emit=_vecmath_or("tanh", "np.tanh"), helpers=_vm_helpers("tanh"), ref="DLMF 4.34.3: tanh' = 1 - tanh^2")
 _ew("arcsinh", 1, np.arcsinh, sp.asinh, lambda out, x: (1.0 / (x * x + 1.0).sqrt(),), mpmath=mpmath.asinh,
     ref="DLMF 4.38.1")
 _ew("erf", 1, npf.erf, sp.erf, lambda out, x: ((2.0 / math.sqrt(math.pi)) * (-(x * x)).exp(),),
@@ -258,10 +277,11 @@ _ew("abs", 1, np.abs, sp.Abs, lambda out, x: (x.sign(),), mpmath=abs, ufuncs=("n
 _ew("sign", 1, np.sign, sp.sign, lambda out, x: (None,), mpmath=mpmath.sign,
     kink="derivative 0 everywhere (0 at the jump)", ref="piecewise constant")
 _ew("sigmoid", 1, npf.sigmoid, sigmoid, lambda out, x: (out * (-x).sigmoid(),),
-    mpmath=lambda x: 1 / (1 + mpmath.exp(-x)), ufuncs=("scipy.special.expit",), emit=_call("_sigmoid"),
-    helpers=("_sigmoid",), ref="sigma' = sigma (1 - sigma) = sigma(x) sigma(-x) (no cancellation for x >> 1)")
+    mpmath=lambda x: 1 / (1 + mpmath.exp(-x)), ufuncs=("scipy.special.expit",), emit=_vecmath_or("sigmoid", "_sigmoid"),
+    helpers=_vm_helpers("sigmoid", "_sigmoid"), ref="sigma' = sigma (1 - sigma) = sigma(x) sigma(-x) (no cancellation for x >> 1)")
 _ew("softplus", 1, npf.softplus, softplus, lambda out, x: (x.sigmoid(),), mpmath=lambda x: mpmath.log1p(mpmath.exp(x)),
-    emit=_call("_softplus"), helpers=("_softplus",), ref="Maechler (2012): log1pexp")
+    emit=_vecmath_or("softplus", "_softplus"), helpers=_vm_helpers("softplus", "_softplus"),
+    ref="Maechler (2012): log1pexp")
 
 # -- binary functions -------------------------------------------------------------
 def _tie_split(wins, ties):

@@ -1,0 +1,177 @@
+"""Generated kernels call symgrad.emit.vecmath through prelude helpers (issue 19, point 2).
+
+Default on; ``SYMGRAD_VECMATH=0`` gives the libm calls back, and the setting is part of the
+module cache key.  Kernel values are checked against 50-digit mpmath within 1 ulp of the
+kernel's dtype, and the batch loop of an elementwise kernel with a regime split is checked
+to vectorise (its LLVM IR holds vector arithmetic).
+"""
+from __future__ import annotations
+
+import re
+import sys
+
+import mpmath
+import numpy as np
+import pytest
+
+import symgrad as sg
+from symgrad.compile.cache import cache_key
+from symgrad.emit.prelude import vecmath_enabled
+
+
+def softplus(x):
+    return np.log(1 + np.exp(x))
+
+
+def lse(x, y):
+    return np.log(np.exp(x) + np.exp(y))
+
+
+@pytest.fixture
+def fresh_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("SYMGRAD_CACHE_DIR", str(tmp_path))
+    return tmp_path
+
+
+def _newest_module(entry: str):
+    """The generated module loaded last that defines ``entry``."""
+    return next(m for n, m in reversed(list(sys.modules.items()))
+                if n.startswith("symgrad_generated.") and hasattr(m, entry))
+
+
+def test_kernels_call_vecmath_by_default_and_libm_when_switched_off(monkeypatch):
+    monkeypatch.delenv("SYMGRAD_VECMATH", raising=False)
+    src = sg.trace(softplus, 0.5).source("grad")
+    assert "_vm_sigmoid_f64(x)" in src and "_vm_sigmoid_f32(x)" in src, src
+    assert "def _vm_sigmoid_f64(" in src and "def _sigmoid(" not in src
+    monkeypatch.setenv("SYMGRAD_VECMATH", "0")
+    src = sg.trace(softplus, 0.5).source("grad")
+    assert "_sigmoid(x)" in src and "_vm_" not in src, src
+
+
+def test_switch_is_part_of_the_cache_key(monkeypatch):
+    monkeypatch.setenv("SYMGRAD_VECMATH", "1")
+    on = cache_key("same parts")
+    monkeypatch.setenv("SYMGRAD_VECMATH", "0")
+    off = cache_key("same parts")
+    monkeypatch.delenv("SYMGRAD_VECMATH")
+    assert on != off and cache_key("same parts") == on
+
+
+def test_switching_builds_a_new_module(monkeypatch, fresh_cache):
+    x = np.linspace(-50.0, 50.0, 101)
+    files = []
+    for setting in ("1", "0"):
+        monkeypatch.setenv("SYMGRAD_VECMATH", setting)
+        sg.grad(softplus)(x)
+        files.append(_newest_module("softplus_grad").__file__)
+        src = open(files[-1]).read()
+        assert ("_vm_sigmoid_f64" in src) == (setting == "1")
+    assert files[0] != files[1]
+
+
+@pytest.mark.parametrize("bad", ["yes", "2", "off"])
+def test_bad_switch_value_is_a_value_error(monkeypatch, bad):
+    monkeypatch.setenv("SYMGRAD_VECMATH", bad)
+    with pytest.raises(ValueError, match="SYMGRAD_VECMATH must be 0"):
+        vecmath_enabled()
+
+
+def _ulps(y, exact, dtype):
+    """|y - exact| in ulps of ``dtype`` at ``exact`` (exact: list of mpf); subnormal spacing below, inf as 2^maxexp."""
+    fi = np.finfo(dtype)
+    out = []
+    for v, e in zip(y, exact):
+        if mpmath.isnan(e):
+            out.append(0.0 if np.isnan(v) else np.inf)
+            continue
+        if mpmath.isinf(e):
+            out.append(0.0 if v == e else np.inf)
+            continue
+        # an overflow to inf counts as 2^maxexp (within 1 ulp only if the exact value rounds to inf or max)
+        big = mpmath.ldexp(1, fi.maxexp)
+        vv = big * int(np.sign(v)) if np.isinf(v) else mpmath.mpf(float(v))
+        e = max(min(e, big), -big)
+        ex = int(mpmath.floor(mpmath.log(abs(e), 2))) if e != 0 else fi.minexp
+        ulp = mpmath.ldexp(1, min(max(ex, fi.minexp), fi.maxexp - 1) - fi.nmant)
+        out.append(float(abs(vv - e) / ulp))
+    return np.array(out)
+
+
+def _points(dtype):
+    rng = np.random.default_rng(19)
+    fi = np.finfo(dtype)
+    pts = np.concatenate([rng.normal(0.0, 30.0, 300), rng.uniform(-3, 3, 200), [0.0, -0.0, 1e-30, -1e-30],
+                          [float(fi.smallest_subnormal), -float(fi.smallest_subnormal)], [-700.0, -100.0, 80.0, 700.0],
+                          [np.inf, -np.inf, np.nan]])
+    with np.errstate(over="ignore"):
+        return pts.astype(dtype)
+
+
+KERNELS = {
+    "exp": (lambda x: np.exp(x), mpmath.exp),
+    "expm1": (lambda x: np.expm1(x), mpmath.expm1),
+    "log": (lambda x: np.log(np.abs(x)), lambda v: mpmath.log(abs(v)) if v != 0 else -mpmath.inf),
+    "log1p": (lambda x: np.log1p(np.abs(x)), lambda v: mpmath.log1p(abs(v))),
+    "tanh": (lambda x: np.tanh(x), mpmath.tanh),
+    "softplus": (softplus, lambda v: mpmath.log1p(mpmath.exp(v))),
+}
+
+
+def _mp(f, v):
+    """f at the float v in 50-digit mpmath (NaN -> NaN; mpmath's exp/tanh/log1p handle +-inf)."""
+    if np.isnan(v):
+        return mpmath.nan
+    with mpmath.workdps(50):
+        return f(mpmath.mpf(float(v)))
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("name", sorted(KERNELS))
+def test_compiled_kernels_within_one_ulp_of_mpmath(name, dtype, monkeypatch):
+    """sg.jit of each elementwise function (the stabiliser may rewrite it, e.g. to softplus)."""
+    monkeypatch.delenv("SYMGRAD_VECMATH", raising=False)
+    fn, ref = KERNELS[name]
+    x = _points(dtype)
+    x = x[np.isfinite(x)] if name in ("softplus", "log", "log1p") else x
+    with np.errstate(all="ignore"):
+        y = sg.jit(fn)(x)
+    assert y.dtype == dtype
+    exact = [_mp(ref, v) for v in x]
+    err = _ulps(y, exact, dtype)
+    worst = int(np.argmax(err))
+    assert err[worst] <= 1.0, f"{name}({x[worst]!r}) = {y[worst]!r}: {err[worst]:.3f} ulp"
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_sigmoid_gradient_kernel_within_one_ulp(dtype, monkeypatch):
+    monkeypatch.delenv("SYMGRAD_VECMATH", raising=False)
+    x = _points(dtype)
+    x = x[np.isfinite(x)]
+    y = sg.grad(softplus)(x)
+    exact = [_mp(lambda v: 1 / (1 + mpmath.exp(-v)), v) for v in x]
+    assert _ulps(y, exact, dtype).max() <= 1.0
+
+
+def _batch_ir(fn_name, kernel):
+    return list(getattr(_newest_module(fn_name), kernel).inspect_llvm().values())[0]
+
+
+def test_regime_split_kernel_loop_vectorises(monkeypatch, fresh_cache):
+    """lse's gradient has a regime split (a conditional expression); with the vecmath helpers every
+    side is branch-free arithmetic, so LLVM if-converts the conditional and vectorises the batch loop.
+    With libm calls (SYMGRAD_VECMATH=0) it cannot: the calls stay scalar."""
+    monkeypatch.setenv("SYMGRAD_VECMATH", "1")
+    x, y = np.random.default_rng(0).normal(0.0, 30.0, (2, 64))
+    g = sg.grad(lse)
+    g(x, y)
+    src = sg.trace(lse, 0.0, 0.0).source("grad")
+    assert re.search(r" if .* else ", src), "the kernel no longer has a regime split; pick another example"
+    assert re.search(r"<\d+ x double>", _batch_ir("lse_grad", "lse_grad_f64_batch"))
+    monkeypatch.setenv("SYMGRAD_VECMATH", "0")
+
+    def lse_libm(x, y):
+        return np.log(np.exp(x) + np.exp(y))
+    g0 = sg.grad(lse_libm)
+    np.testing.assert_allclose(g0(x, y), g(x, y), rtol=4e-16, atol=0)
+    assert not re.search(r"fmul <\d+ x double>", _batch_ir("lse_libm_grad", "lse_libm_grad_f64_batch"))
