@@ -88,8 +88,8 @@ def _text(expr) -> str:
 def build(targets: list[Target], kinds=("grad",), *, stabilize: bool = True, budget: float = 2.0,
           progress=None) -> Built:
     """Trace every target into one graph and build its kernels: the function, then each of ``kinds``."""
-    from ..api.build import build_kernel
-    from ..api.traced import _symbols, _to_sympy
+    from ..api.pipeline import build
+    from ..api.traced import symbols_for, to_sympy
     from ..ir.interpret import evaluate
     from ..trace.pytree import tree_flatten
     from ..trace.signature import parse_signature
@@ -118,15 +118,12 @@ def build(targets: list[Target], kinds=("grad",), *, stabilize: bool = True, bud
         built.doc += [f"{p.name}({', '.join(p.arg_names)})  [{p.origin}]",
                       f"    signature {t.signature or 'scalar arguments'}; core shapes {shapes}"]
         for kind in ("jit",) + tuple(kinds):
-            with stage("differentiate", f"{p.name} {kind}"):
-                k = build_kernel(p, kind, wrt).kernel
-            if stabilize:
-                from ..api.stabilize_pass import stabilize_kernel
-
-                with stage("stabilise", k.name):
-                    built.header += [f"{k.name}: {line}" for line in stabilize_kernel(g, k, budget_s=budget)]
-            env = {a.node: _symbols(a.name, a.shape) for a in k.args}
-            forms = [_to_sympy(v) for v in evaluate(g, [o.node for o in k.outputs], env, mode="sympy")]
+            with stage("differentiate and stabilise" if stabilize else "differentiate", f"{p.name} {kind}"):
+                b = build(p, kind, wrt, stabilize=budget if stabilize else False)
+            k = b.kernel
+            built.header += [f"{k.name}: {line}" for line in b.stabilizer_notes]
+            env = {a.node: symbols_for(a.name, a.shape) for a in k.args}
+            forms = [to_sympy(v) for v in evaluate(g, [o.node for o in k.outputs], env, mode="sympy")]
             built.doc.append(f"    {k.name}({', '.join(a.name for a in k.args)}) -> "
                              f"{', '.join(o.name for o in k.outputs)}")
             built.doc += [f"        {o.name} = {_text(e)}" for o, e in zip(k.outputs, forms)]

@@ -18,10 +18,8 @@ from typing import Callable
 import numpy as np
 
 from ..compile.background import CompileJob
-from ..compile.cache import cache_key, cached_module, load_module
+from ..compile.cache import cache_key, cached_module
 from ..compile.interpreter import tape_spec, warm_interpreter
-from ..emit.module import emit_module
-from ..emit.tape import build_tape
 from ..emit.names import spec_name
 from ..errors import ArgumentError, SignatureError, SymgradWarning, format_error
 from ..trace.captures import Captures
@@ -30,11 +28,9 @@ from ..trace.signature import parse_signature
 from ..trace.trace import TracedProgram, trace_default, trace_program
 from ..runtime.gufunc import PLAIN_TYPES, gufunc_call
 from ..trace.tracer import Tracer
-from .build import build_kernel, kernel_header
 from .argnums import leaf_ranges, normalize_argnums
 from .transformations import Assembly, transformation
-from .stabilize_pass import budget_of, stabilize_kernel
-from .shift_pass import shift_reductions
+from .pipeline import build
 
 # Tracing, differentiating and loading run under one re-entrant lock: nested transformations build
 # inside an outer build on the same thread, and a first call racing from many threads builds once.
@@ -297,25 +293,16 @@ class Compiled:
         module = cached_module(kname, key)
         job = None
         if module is None:
-            shifted = []
-            if self.stabilize:  # log-sum-exp/softmax across a reduction, before differentiation
-                program.outputs, shifted = shift_reductions(program.graph, program.outputs)
-            built = build_kernel(program, self.kind, wrt, self.parallel)
-            kernel = built.kernel
-            n_ops = len(program.graph.ancestors([o.node for o in kernel.outputs]))
-            header = kernel_header(program, self.kind) + shifted
-            if self.stabilize:
-                header += stabilize_kernel(program.graph, kernel, budget_of(self.stabilize))
-            tape = (build_tape(program.graph, kernel.args, kernel.outputs, kernel.widen_float32)
-                    if self._use_tiers(n_ops) else None)
+            b = build(program, self.kind, wrt, stabilize=self.stabilize, parallel=self.parallel)
+            tape = b.tape() if self._use_tiers(b.n_ops) else None
             source = None
             if tape is not None:  # first calls from the interpreter; printing and compiling in the background
                 warm_interpreter()
-                job = CompileJob(kname, key, functools.partial(emit_module, program.graph, [kernel], header))
+                job = CompileJob(kname, key, b.source)
                 fn = Tiered(kname, tape_spec(kname, tape), job)
             else:
-                _warn_if_large(program, n_ops, kname)
-                module = load_module(kname, key, emit_module(program.graph, [kernel], header))
+                _warn_if_large(program, b.n_ops, kname)
+                module = b.load(key)
         if module is not None:
             fn, source = getattr(module, kname), module.__symgrad_source__
         assembly = Assembly(program, nums, single, ranges, wrt)

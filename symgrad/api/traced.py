@@ -10,7 +10,6 @@ from __future__ import annotations
 import numpy as np
 import sympy as sp
 
-from ..emit.module import emit_module
 from ..emit.names import Namespace
 from ..ir.interpret import evaluate
 from ..trace.pytree import tree_flatten
@@ -18,14 +17,13 @@ from ..trace.signature import parse_signature
 from ..trace.trace import TracedProgram, trace_default, trace_program
 from ..transforms import hessian_nodes, jacobian_nodes, jvp_nodes, vjp_nodes
 from ..transforms.higher import gradient_nodes
-from .build import build_kernel, kernel_header
 from .argnums import leaf_ranges, normalize_argnums
 from .transformations import scalar_output, transformation
-from .stabilize_pass import stabilize_kernel
-from .shift_pass import shift_reductions
+from .pipeline import Build, build
 
 
-def _symbols(name: str, shape: tuple) -> np.ndarray:
+def symbols_for(name: str, shape: tuple) -> np.ndarray:
+    """A real SymPy symbol ``name`` (shape ``()``), else an array of ``name[i, ...]`` indexed symbols."""
     if shape == ():
         return np.array(sp.Symbol(name, real=True), dtype=object)
     base = sp.IndexedBase(name, real=True)
@@ -35,7 +33,8 @@ def _symbols(name: str, shape: tuple) -> np.ndarray:
     return out
 
 
-def _to_sympy(arr):
+def to_sympy(arr):
+    """An object array of SymPy values as one SymPy value (a scalar or an N-dim array)."""
     arr = np.asarray(arr, dtype=object)
     if arr.ndim == 0:
         return arr[()]
@@ -67,7 +66,7 @@ class Traced:
             cores = sig.bind([np.shape(l) for l in leaves], fun.__name__)[0]
             self.program = trace_program(fun, example_args, [tuple(c) for c in cores])
         g = self.program.graph
-        self.symbols = [_symbols(n, g.shape(i)) for n, i in zip(self.program.arg_names, self.program.inputs)]
+        self.symbols = [symbols_for(n, g.shape(i)) for n, i in zip(self.program.arg_names, self.program.inputs)]
         self._env = dict(zip(self.program.inputs, self.symbols))
         self._kernels: dict = {}
 
@@ -87,7 +86,7 @@ class Traced:
     def _sympy(self, nodes, extra_env=None, simplify=False):
         env = dict(self._env)
         env.update(extra_env or {})
-        vals = [_to_sympy(v) for v in evaluate(self.program.graph, nodes, env, mode="sympy")]
+        vals = [to_sympy(v) for v in evaluate(self.program.graph, nodes, env, mode="sympy")]
         if simplify:
             vals = [v.applyfunc(sp.simplify) if isinstance(v, sp.NDimArray) else sp.simplify(v) for v in vals]
         return vals
@@ -125,10 +124,10 @@ class Traced:
         ns = Namespace(p.arg_names)  # a parameter named x_dot must not become x's tangent
         names = [ns.fresh(f"{n}_dot") for n in p.arg_names]
         tans = [g.input(n, g.shape(x)) for n, x in zip(names, p.inputs)]
-        env = {t: _symbols(n, g.shape(t)) for n, t in zip(names, tans)}
+        env = {t: symbols_for(n, g.shape(t)) for n, t in zip(names, tans)}
         dots = jvp_nodes(g, p.inputs, tans, p.outputs)
         dots = [d if d is not None else g.const(np.zeros(g.shape(o))) for d, o in zip(dots, p.outputs)]
-        return [_to_sympy(env[t]) for t in tans], self._sympy(dots, env, simplify)
+        return [to_sympy(env[t]) for t in tans], self._sympy(dots, env, simplify)
 
     def vjp_expr(self, simplify: bool = False):
         """(cotangent symbols, input cotangents) as linear forms in ``out_bar``."""
@@ -137,36 +136,29 @@ class Traced:
         names = [ns.fresh("out_bar")] if len(p.outputs) == 1 else [ns.fresh(f"out{i}_bar")
                                                                      for i in range(len(p.outputs))]
         cts = [g.input(n, g.shape(o)) for n, o in zip(names, p.outputs)]
-        env = {c: _symbols(n, g.shape(c)) for n, c in zip(names, cts)}
+        env = {c: symbols_for(n, g.shape(c)) for n, c in zip(names, cts)}
         bars = vjp_nodes(g, p.outputs, cts, p.inputs)
         bars = [b if b is not None else g.const(np.zeros(g.shape(x))) for b, x in zip(bars, p.inputs)]
-        return [_to_sympy(env[c]) for c in cts], self._sympy(bars, env, simplify)
+        return [to_sympy(env[c]) for c in cts], self._sympy(bars, env, simplify)
 
     def _scalar_out(self) -> int:
         return scalar_output(self.program, "gradient")
 
     # -- generated code --------------------------------------------------------------
-    def _kernel(self, kind: str, argnums, stabilize: bool):
+    def build(self, kind: str = "grad", argnums=0, stabilize: bool = True) -> Build:
+        """Transformation ``kind`` of this trace, built (:class:`symgrad.api.pipeline.Build`: kernel,
+        rewrite records, source); on a copy of the program, so the trace itself stays as traced."""
         key = (kind, argnums if isinstance(argnums, int) else tuple(argnums), stabilize)
         cached = self._kernels.get(key)
         if cached is None:
             p = self.program
             wrt = list(range(len(p.inputs))) if transformation(kind).all_leaves else self._wrt(argnums)
-            fresh = trace_program(self.fun, self.args, [p.graph.shape(i) for i in p.inputs])
-            shifted = []
-            if stabilize:
-                fresh.outputs, shifted = shift_reductions(fresh.graph, fresh.outputs)
-            built = build_kernel(fresh, kind, wrt)
-            header = kernel_header(fresh, kind) + shifted
-            if stabilize:
-                header += stabilize_kernel(fresh.graph, built.kernel)
-            cached = self._kernels[key] = (fresh, built.kernel, header)
+            cached = self._kernels[key] = build(p, kind, wrt, stabilize=stabilize, copy=True)
         return cached
 
     def source(self, kind: str = "grad", argnums=0, stabilize: bool = True) -> str:
         """The module symgrad generates for transformation ``kind`` of this trace."""
-        fresh, kernel, header = self._kernel(kind, argnums, stabilize)
-        return emit_module(fresh.graph, [kernel], header)
+        return self.build(kind, argnums, stabilize).source()
 
     def rewrites(self, kind: str = "grad", argnums=0) -> "Rewrites":
         """Stable rewrites chosen for ``kind``: a list of ``(output name, RewriteRecord)``.
@@ -176,8 +168,9 @@ class Traced:
         list's ``cpu_s`` is the stabiliser's CPU time for the whole program (seconds, within
         the ``$SYMGRAD_STABILIZE_BUDGET`` budget) and ``notes`` its summary lines.
         """
-        _, kernel, header = self._kernel(kind, argnums, True)
-        notes = [h.removeprefix("stabilize: ") for h in header if h.startswith("stabilize: ")]
+        b = self.build(kind, argnums, True)
+        kernel = b.kernel
+        notes = [h.removeprefix("stabilize: ") for h in b.header if h.startswith("stabilize: ")]
         if kernel.stabilize_cpu_s is not None:
             notes.insert(0, f"{kernel.stabilize_cpu_s:.2f} s CPU spent")
         return Rewrites(kernel.rewrites, kernel.stabilize_cpu_s, notes)

@@ -8,8 +8,6 @@ after, and the stable form that the generated code computes.
 """
 from __future__ import annotations
 
-import itertools
-import re
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -18,7 +16,6 @@ from .common import CLIError, Progress, add_derive_options, example_args, parse_
 from .named import definitions, user_variables
 
 SUPERSCRIPT = str.maketrans("0123456789", "⁰¹²³⁴⁵⁶⁷⁸⁹")
-_REWRITE = re.compile(r"^(?P<out>[^:]+): rewrite (?P<name>[^:]+): (?P<body>.*?)\s+\[(?P<bits>[^\]]*)\](?P<rest>.*)$")
 
 
 @dataclass
@@ -50,18 +47,14 @@ class Derivation:
     definitions: list = field(default_factory=list)  # (user variable name, SymPy value) used in the formulas
 
 
-def _parse_header(lines: list[str]):
-    rewrites: dict[str, list[Rewrite]] = {}
-    notes = []
-    for line in lines:
-        m = _REWRITE.match(line)
-        if m is None:
-            notes.append(line.removeprefix("stabilize: "))
-            continue
-        bits = m["bits"].replace("f64 bits", "float64").replace("f32", "float32")
-        regime = m["rest"].strip().removeprefix("(regime: ").removesuffix(")")
-        rewrites.setdefault(m["out"], []).append(Rewrite(m["name"], m["body"], bits, regime))
-    return rewrites, notes
+def _rewrites(kernel) -> dict:
+    """Output name -> its :class:`Rewrite` s, from the kernel's rewrite records."""
+    out: dict[str, list[Rewrite]] = {}
+    for name, r in kernel.rewrites:
+        bits = ", ".join(f"{dt} {r.bits[dt][0]:.1f} -> {r.bits[dt][2]:.1f}" for dt in ("float64", "float32")
+                         if dt in r.bits)
+        out.setdefault(name, []).append(Rewrite(r.name, f"{r.before} -> {r.after}", bits, r.regime or ""))
+    return out
 
 
 def _label(kind: str, fname: str, out: str, order: int, tangents=()) -> str:
@@ -84,13 +77,9 @@ def derive(fn, kind: str, *, wrt: str | None = None, signature: str | None = Non
     """Build ``kind`` (grad, hessian, jvp, vjp) of ``fn`` and collect its formulas."""
     import sympy as sp
 
-    from ..api.build import build_kernel
-    from ..api.build import kernel_header
-    from ..api.traced import Traced, _symbols, _to_sympy
-    from ..emit.module import KernelDef, emit_module
-    from ..emit.printer import KernelIO
+    from ..api.pipeline import build, build_higher_order
+    from ..api.traced import Traced, symbols_for, to_sympy
     from ..ir.interpret import evaluate
-    from ..transforms.higher import gradient_nodes
 
     progress = progress or Progress(enabled=False)
     dims = dims or {}
@@ -106,30 +95,28 @@ def derive(fn, kind: str, *, wrt: str | None = None, signature: str | None = Non
         shapes = [g.shape(o) for o in p.outputs]
         raise CLIError(f"{kind} needs one scalar output; {p.name} returns core shape(s) {shapes} "
                        f"(use symgrad jvp / vjp for vector outputs)")
-    with progress.stage("differentiate"):
+    with progress.stage("differentiate and stabilise" if stabilize else "differentiate"):
         if kind == "grad" and order > 2:
-            kernel = _higher_order_kernel(p, wrt_idx, order, KernelDef, KernelIO, gradient_nodes)
+            if any(g.shape(p.inputs[k]) != () for k in wrt_idx):
+                raise CLIError(f"--order {order} needs scalar arguments; use --order 1 or 2 for array arguments")
+            b = build_higher_order(p, wrt_idx, order, stabilize=budget if stabilize else False)
         else:
-            kernel = build_kernel(p, kind, wrt_idx).kernel
-    derived_nodes = [o.node for o in kernel.outputs]
-    header: list[str] = []
+            b = build(p, kind, wrt_idx, stabilize=budget if stabilize else False)
+    g, kernel = b.program.graph, b.kernel
+    derived_nodes = b.derived
+    notes = [line.removeprefix("stabilize: ") for line in b.stabilizer_notes]
     if stabilize:
-        with progress.stage("stabilise", ", ".join(o.name for o in kernel.outputs)):
-            from ..api.stabilize_pass import stabilize_kernel
-
-            header = stabilize_kernel(g, kernel, budget_s=budget)
-            header.insert(0, f"stabilize: {kernel.stabilize_cpu_s:.2f} s CPU spent (budget {budget:g} s)")
-    # rewrites are printed at their statements in the code, not in its header: list them from the kernel
-    rewrites, notes = _parse_header(header + [f"{name}: rewrite {r.one_line()}" for name, r in kernel.rewrites])
-    env = {a.node: _symbols(a.name, a.shape) for a in kernel.args}
-    extra = [(a.name, _to_sympy(env[a.node])) for a in kernel.args if a.node not in p.inputs]
+        notes.insert(0, f"{kernel.stabilize_cpu_s:.2f} s CPU spent (budget {budget:g} s)")
+    rewrites = _rewrites(kernel)
+    env = {a.node: symbols_for(a.name, a.shape) for a in kernel.args}
+    extra = [(a.name, to_sympy(env[a.node])) for a in kernel.args if a.node not in p.inputs]
     # the user's variables (`inner = ...`) stay names in the formulas and are printed once
     named = {n: v for n, v in user_variables(g, p.outputs, p.arg_names).items() if n not in p.outputs}
     names = {n: sp.Symbol(v, real=True) for n, v in named.items()}
     defs = [(v, _simplify(e, sp) if simplify else e) for v, e in definitions(g, named, env, names)]
 
     def closed(nodes):
-        vals = [_to_sympy(v) for v in evaluate(g, nodes, {**env, **names}, mode="sympy")]
+        vals = [to_sympy(v) for v in evaluate(g, nodes, {**env, **names}, mode="sympy")]
         if simplify:
             vals = [_simplify(v, sp) for v in vals]
         return vals
@@ -150,7 +137,7 @@ def derive(fn, kind: str, *, wrt: str | None = None, signature: str | None = Non
     source = None
     if show_code:
         with progress.stage("emit"):
-            source = emit_module(g, [kernel], kernel_header(p, kind) + header)
+            source = b.source()
     function = traced.expr
     if named:
         function = closed(list(p.outputs))
@@ -164,27 +151,6 @@ def _simplify(v, sp):
             return e
         return sp.simplify(e)
     return v.applyfunc(one) if isinstance(v, sp.NDimArray) else one(v)
-
-
-def _higher_order_kernel(p, wrt_idx, order, KernelDef, KernelIO, gradient_nodes):
-    """All distinct N-th partials of a scalar function of scalar arguments (repeated reverse mode)."""
-    g = p.graph
-    if any(g.shape(p.inputs[k]) != () for k in wrt_idx):
-        raise CLIError(f"--order {order} needs scalar arguments; use --order 1 or 2 for array arguments")
-    memo = {(): p.outputs[0]}
-
-    def partial(idx):
-        if idx not in memo:
-            base = partial(idx[:-1])
-            memo[idx] = gradient_nodes(g, base, [p.inputs[idx[-1]]])[0]
-        return memo[idx]
-
-    outs = []
-    for combo in itertools.combinations_with_replacement(wrt_idx, order):
-        name = f"d{order}_out" + "".join(f"_d_{p.arg_names[k]}" for k in combo)
-        outs.append(KernelIO(name, partial(combo), ()))
-    ins = [KernelIO(n, i, g.shape(i)) for n, i in zip(p.arg_names, p.inputs)]
-    return KernelDef(f"{p.name}_d{order}", f"Order-{order} partial derivatives of {p.name}", ins, outs)
 
 
 # -- printing --------------------------------------------------------------------------------------

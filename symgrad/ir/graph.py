@@ -160,6 +160,11 @@ class Graph:
         finally:
             self.ad_mode = saved
 
+    def copy(self) -> "Graph":
+        """An independent graph with the same nodes (nodes and constants are immutable: shared)."""
+        return Graph(list(self.nodes), dict(self.consts), dict(self.notes), dict(self.lines),
+                     list(self.custom_rules), self.ad_mode, dict(self._intern))
+
     # -- whole-graph utilities ------------------------------------------------
     def ancestors(self, outputs) -> list[int]:
         """Ids of every node the ``outputs`` depend on (themselves included), sorted."""

@@ -1,6 +1,8 @@
 """Trace a Python function at given core shapes into a :class:`TracedProgram`."""
 from __future__ import annotations
 
+import dataclasses
+
 import inspect
 import numbers
 import sys
@@ -40,6 +42,12 @@ class TracedProgram:
     out_tree: TreeDef
     origin: str
     elementwise: bool = False  # traced with no signature and found elementwise: ufunc broadcasting
+
+    def copy(self) -> "TracedProgram":
+        """The program on a copy of its graph: transformations applied to the copy (which append
+        derivative nodes and may replace ``outputs``) leave this one unchanged."""
+        return dataclasses.replace(self, graph=self.graph.copy(), arg_names=list(self.arg_names),
+                                   inputs=list(self.inputs), outputs=list(self.outputs))
 
     def signature_text(self) -> str:
         """The gufunc signature this program was traced with, e.g. ``"(3),()->()"``.

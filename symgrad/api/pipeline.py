@@ -1,0 +1,133 @@
+"""The build pipeline: a traced program and a transformation in, a structured build out.
+
+trace -> (max-shift reductions) -> differentiate -> stabilise -> {print, lower to a tape, load}
+
+Every consumer builds through :func:`build`: the compiled API (:class:`~.compiled.Compiled`),
+``symgrad.trace(...).source()`` and ``.rewrites()`` (:class:`~.traced.Traced`), the CLI's
+formulas (:mod:`symgrad.cli.derive`) and the ahead-of-time compiler (:mod:`symgrad.aot`).  They
+differ only in what they read from the :class:`Build`: its kernel and rewrite records, its
+source text, its tape (the interpreter tier) or its loaded module.
+"""
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+
+from ..compile.cache import load_module
+from ..emit.module import KernelDef, emit_module
+from ..emit.printer import KernelIO
+from ..emit.tape import Tape, build_tape
+from ..trace.trace import TracedProgram
+from ..transforms.higher import gradient_nodes
+from .build import build_kernel, kernel_header
+from .shift_pass import shift_reductions
+from .stabilize_pass import budget_of, stabilize_kernel
+from .transformations import scalar_output
+
+__all__ = ["Build", "build", "build_higher_order"]
+
+
+@dataclass
+class Build:
+    """One transformation of one traced program, built.
+
+    Attributes:
+      program: the program; its graph now also holds the derivative and stabilised nodes.
+      kind: the transformation (:data:`symgrad.api.transformations.KINDS`).
+      wrt: indices into ``program.inputs`` of the differentiated leaves.
+      kernel: the kernel definition: arguments, outputs (graph nodes), rewrite records
+        (``kernel.rewrites``: ``(output name, RewriteRecord)``), stabiliser CPU seconds.
+      header: the generated module's header comment lines (origin, cores, max shifts, the
+        stabiliser's summary).
+      stabilizer_notes: the stabiliser's summary lines alone (budget, regions not searched).
+      n_ops: operations the kernel's outputs depend on.
+      derived: the output nodes as differentiated, before the stabiliser rewrote them.
+    """
+
+    program: TracedProgram
+    kind: str
+    wrt: list
+    kernel: KernelDef
+    header: list = field(default_factory=list)
+    stabilizer_notes: list = field(default_factory=list)
+    n_ops: int = 0
+    derived: list = field(default_factory=list)  # output nodes as differentiated, before stabilising
+    _source: str | None = None
+
+    @property
+    def name(self) -> str:
+        return self.kernel.name
+
+    def source(self) -> str:
+        """The generated module's text (printed once)."""
+        if self._source is None:
+            self._source = emit_module(self.program.graph, [self.kernel], self.header)
+        return self._source
+
+    def tape(self) -> Tape | None:
+        """The kernel as an interpreter tape, or None if an op has no tape lowering."""
+        k = self.kernel
+        return build_tape(self.program.graph, k.args, k.outputs, k.widen_float32)
+
+    def load(self, key: str):
+        """The generated module, written to the cache under ``key`` and imported."""
+        return load_module(self.name, key, self.source())
+
+
+def build(program: TracedProgram, kind: str, wrt: list, *, stabilize: bool | float = True,
+          parallel: bool = False, copy: bool = False) -> Build:
+    """Differentiate ``program`` for ``kind`` and stabilise the result.
+
+    Args:
+      program: a traced program (:func:`symgrad.trace.trace.trace_program`).
+      kind: transformation name (``"jit"``, ``"grad"``, ``"hessian"``, ...).
+      wrt: indices into ``program.inputs`` to differentiate.
+      stabilize: False, True (the default budget, ``$SYMGRAD_STABILIZE_BUDGET``) or a budget
+        in CPU seconds for the whole program.
+      parallel: batch loops with ``numba.prange``.
+      copy: build on a copy of the program (the caller keeps its graph unchanged).
+    Raises:
+      SignatureError: ``kind`` needs one scalar output and the program has another.
+    """
+    if copy:
+        program = program.copy()
+    shifted = []
+    if stabilize:  # log-sum-exp/softmax across a reduction, before differentiation
+        program.outputs, shifted = shift_reductions(program.graph, program.outputs)
+    kernel = build_kernel(program, kind, wrt, parallel).kernel
+    return _stabilized(program, kind, wrt, kernel, kernel_header(program, kind) + shifted, stabilize)
+
+
+def build_higher_order(program: TracedProgram, wrt: list, order: int, *, stabilize: bool | float = True) -> Build:
+    """Every distinct order-``order`` partial derivative of a scalar function of scalar arguments
+    (repeated reverse mode; outputs ``d<order>_out_d_x_d_y...``), stabilised as :func:`build`.
+
+    Raises:
+      SignatureError: the program does not have one scalar output.
+      ValueError: a differentiated argument is not a scalar.
+    """
+    g = program.graph
+    out = scalar_output(program, f"order-{order} derivatives")
+    if any(g.shape(program.inputs[k]) != () for k in wrt):
+        raise ValueError(f"order-{order} derivatives need scalar arguments")
+    memo = {(): out}
+
+    def partial(idx):
+        if idx not in memo:
+            memo[idx] = gradient_nodes(g, partial(idx[:-1]), [program.inputs[idx[-1]]])[0]
+        return memo[idx]
+
+    outs = [KernelIO(f"d{order}_out" + "".join(f"_d_{program.arg_names[k]}" for k in combo), partial(combo), ())
+            for combo in itertools.combinations_with_replacement(wrt, order)]
+    ins = [KernelIO(n, i, g.shape(i)) for n, i in zip(program.arg_names, program.inputs)]
+    kernel = KernelDef(f"{program.name}_d{order}", f"Order-{order} partial derivatives of {program.name}", ins, outs)
+    return _stabilized(program, f"d{order}", wrt, kernel, kernel_header(program, f"order-{order} partials"), stabilize)
+
+
+def _stabilized(program, kind, wrt, kernel: KernelDef, header: list, stabilize) -> Build:
+    derived = [o.node for o in kernel.outputs]
+    notes = []
+    if stabilize:
+        notes = stabilize_kernel(program.graph, kernel, budget_of(stabilize))
+    n_ops = len(program.graph.ancestors([o.node for o in kernel.outputs]))
+    return Build(program, kind, list(wrt), kernel, header + notes, notes, n_ops, derived)
