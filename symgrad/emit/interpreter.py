@@ -53,7 +53,7 @@ def opcode_expression(name: str, dtype: str) -> str:
         text = f"-{args[0]}" if nargs == 1 else f"{args[0]} {symbol} {args[1]}"
     else:
         node = Node(0, name, tuple(range(nargs)), (), (), "b" if op.nondiff and op.infix else "f")
-        text = op.emit(PrintContext(None, dtype), node, args[:nargs])
+        text = op.emit(PrintContext(None, dtype, vecmath_inline=False), node, args[:nargs])
     if _is_bool(name):
         one, zero = float_literal(1.0, dtype), float_literal(0.0, dtype)
         return f"{one} if {text} else {zero}"

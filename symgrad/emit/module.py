@@ -81,10 +81,14 @@ def emit_kernel(g: Graph, k: KernelDef, dtypes=DTYPES, max_ops: int | None = Non
     batch_params = ", ".join(arg_names + list(cnames.values()) + [o.name for o in k.outputs])
     ret = ", ".join(sca_outs)
     lines: list[str] = []
+    # a small scalar core is inlined into its batch loop (vectorised there): so are its vecmath calls
+    small_scalar_core = (all(a.shape == () for a in k.args) and all(o.shape == () for o in k.outputs)
+                         and len(g.ancestors([o.node for o in k.outputs])) <= max_ops)
     for dtype in dtypes:
         sfx = SUFFIX[dtype]
         widen = dtype == "float32" and k.widen_float32 and not arr_outs and all(a.shape == () for a in k.args)
-        body = print_body(g, k.args, k.outputs, "float64" if widen else dtype, cnames, k.comments)
+        body = print_body(g, k.args, k.outputs, "float64" if widen else dtype, cnames, k.comments,
+                          vecmath_inline=small_scalar_core)
         doc = f"{k.doc} ({dtype} core, computed in float64 and rounded once)." if widen else f"{k.doc} ({dtype} core)."
         if dtype != dtypes[0]:  # the same statements as the first core: its comments are printed once, there
             body = [line for line in body if not line.lstrip().startswith("#")]

@@ -192,11 +192,21 @@ def _helper_source(name: str) -> str:
         return HELPERS[name]
     if name in _vm_pieces():
         return _vm_pieces()[name][0]
+    if name.startswith("_vm_") and name.endswith("_call") and name[:-5] in _vm_pieces():
+        return _VM_CALL.format(name=name, inner=name[:-5])
     if name == "_scipy_special":
         return _SCIPY_SETUP
     if name.startswith("_sc_"):
         return _scipy_helper(name[4:], _scipy_arity(name[4:]))
     raise KeyError(name)
+
+
+_VM_CALL = '''
+@numba.njit(cache=True, fastmath=False, error_model="numpy", nogil=True)
+def {name}(x):
+    """{inner} as a function call, for scalar code (compiled once, not inlined at every use)."""
+    return {inner}(x)
+'''
 
 
 def _scipy_arity(name: str) -> int:

@@ -51,6 +51,7 @@ class PrintContext:
     dtype: str
     const_names: dict[int, str] = field(default_factory=dict)
     vecmath: bool = field(default_factory=vecmath_enabled)
+    vecmath_inline: bool = True  # scalar nodes inline vecmath too (else they call ``_vm_*_call``)
 
     @property
     def dtype_expr(self) -> str:
@@ -272,13 +273,14 @@ class _Body:
 
 
 def print_body(g: Graph, args: list[KernelIO], outputs: list[KernelIO], dtype: str,
-               const_names: dict[int, str], comments: dict[int, str] | None = None) -> list[str]:
+               const_names: dict[int, str], comments: dict[int, str] | None = None,
+               vecmath_inline: bool = True) -> list[str]:
     """Source lines (unindented) computing ``outputs`` from ``args``.
 
     Scalar outputs are assigned to their names; array outputs are written into
     the output arrays of the same name.
     """
-    ctx = PrintContext(g, dtype, const_names)
+    ctx = PrintContext(g, dtype, const_names, vecmath_inline=vecmath_inline)
     comments = {**g.notes, **(comments or {})}
     order = g.ancestors([o.node for o in outputs])
     body = _Body(g, ctx, {a.node: a.name for a in args}, comments)

@@ -60,16 +60,23 @@ def _call(fn):
 def _vecmath_or(name, libm):
     """Emit facet of a unary op with a vecmath implementation: ``_vm_<name>_f64(x)`` (or ``_f32`` in
     float32 kernels; helpers from symgrad/emit/vecmath.py, within 1 ulp, loops over them
-    vectorise) when the print context asks for vecmath, else the libm form ``<libm>(x)``."""
+    vectorise) when the print context asks for vecmath, else the libm form ``<libm>(x)``.
+
+    The vecmath functions are inlined where they are used, so that loops over arrays vectorise.
+    Scalar nodes of a kernel that is not a small elementwise core (straight-line code from Python
+    loops; ``ctx.vecmath_inline`` False) call them through ``_vm_<name>_<dtype>_call`` instead, a
+    function compiled once: inlining a double-double ``tanh`` at each of thousands of uses would
+    multiply Numba's compile time."""
     def emit(ctx, node, a):
         if getattr(ctx, "vecmath", False):
-            return f"_vm_{name}_{'f32' if ctx.dtype == 'float32' else 'f64'}({a[0]})"
+            call = "_call" if node.shape == () and not getattr(ctx, "vecmath_inline", True) else ""
+            return f"_vm_{name}_{'f32' if ctx.dtype == 'float32' else 'f64'}{call}({a[0]})"
         return f"{libm}({a[0]})"
     return emit
 
 
 def _vm_helpers(name, *libm_helpers):
-    return tuple(libm_helpers) + (f"_vm_{name}_f64", f"_vm_{name}_f32")
+    return tuple(libm_helpers) + tuple(f"_vm_{name}_{d}{c}" for d in ("f64", "f32") for c in ("", "_call"))
 
 
 def _infix_emit(nargs, symbol):
