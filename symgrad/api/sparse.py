@@ -24,6 +24,7 @@ SciPy is needed (``pip install scipy``); it is imported on first use.
 """
 from __future__ import annotations
 
+import hashlib
 import math
 from dataclasses import dataclass, field
 
@@ -34,13 +35,16 @@ from ..trace.pytree import tree_flatten
 from ..trace.signature import parse_signature
 from ..trace.trace import trace_program
 from ..transforms.colouring import Recovery, colour_columns, colour_symmetric
+from ..transforms.entries import (forward_cost, gradient_program, jacobian_entries, pattern_of, reverse_cost,
+                                  scalar_program, symmetrised)
 from ..transforms.sparsity import hessian_pattern, jacobian_pattern
 from .argnums import normalize_argnums
-from .seeded import seeded_kernel
+from .seeded import entries_kernel, seeded_kernel
 
 __all__ = ["jacobian_sparsity", "hessian_sparsity", "SparseJacobian", "SparseHessian"]
 
 FORMATS = ("csr_array", "csr_matrix")
+METHODS = ("auto", "direct", "colouring")
 
 
 def _sparse():
@@ -61,8 +65,31 @@ class _Plan:
     cores: list
     k: int  # position of the differentiated argument
     mode: str  # seeded kernel: "jvp" (column colours), "vjp" (row colours) or "hvp"
-    kernel: object = None  # compiled ``fn(*args, seeds)``, built on the first evaluation
+    kernel: object = None  # compiled ``fn(*args, seeds)`` (``fn(*args)`` for "direct"), built on first use
     seeds: dict = field(default_factory=dict)  # dtype -> seed vectors, shape (ncolours,) + core
+    direct: object = None  # _Direct when the program is scalar-level (mode "direct" if chosen)
+
+
+@dataclass
+class _Direct:
+    """The direct path of a scalar-level program (:mod:`symgrad.transforms.entries`).
+
+    ``scalar``: the ScalarProgram whose Jacobian entries are wanted (for a Hessian, that of the
+    gradient); ``variant``: "forward" or "reverse" (the cheaper); ``cost`` its multiply-adds;
+    ``terms``: partial terms per compressed lane (a colouring costs about ``terms * ncolours``).
+    After the build: ``var_pos``/``const_pos``/``const_vals`` place the kernel's entries and the
+    constant entries in the CSR data.
+    """
+
+    scalar: object
+    variant: str
+    cost: int
+    terms: int
+    indptr: object = None
+    indices: object = None
+    var_pos: object = None
+    const_pos: object = None
+    const_vals: object = None
 
 
 def _float_dtype(a):
@@ -166,13 +193,17 @@ def hessian_sparsity(fun, *example_args, argnums: int = 0, signature: str | None
 
 
 def _hessian_pattern_of(program, k, what):
+    _check_scalar_output(program, what)
+    return hessian_pattern(program.graph, program.outputs[0], [program.inputs[k]])
+
+
+def _check_scalar_output(program, what):
     g, y = program.graph, program.outputs[0]
     if g.shape(y) != ():
         raise SignatureError(format_error(
             f"{what} of {program.name}: the output has core shape {g.shape(y)}, not ()",
             "a Hessian is defined for a scalar function", "reduce the output (np.sum), or give a signature "
             "whose output core is ()"))
-    return hessian_pattern(g, y, [program.inputs[k]])
 
 
 class _SparseDerivative:
@@ -180,15 +211,19 @@ class _SparseDerivative:
 
     what = ""
 
-    def __init__(self, fun, argnums=0, signature=None, *, stabilize=True, format="csr_array"):
+    def __init__(self, fun, argnums=0, signature=None, *, stabilize=True, format="csr_array", method="auto"):
         if not callable(fun):
             raise TypeError(f"expected a callable to differentiate; got {type(fun).__name__}")
         if format not in FORMATS:
             raise ValueError(format_error(f"{self.what}: unknown format {format!r}",
                                           "sparse results are SciPy CSR arrays or matrices",
                                           f"use one of {FORMATS}"))
+        if method not in METHODS:
+            raise ValueError(format_error(f"{self.what}: unknown method {method!r}",
+                                          "entries come from the graph directly or from a colouring",
+                                          f"use one of {METHODS}"))
         self.fun, self.argnums, self.signature = fun, argnums, signature
-        self.stabilize, self.format = stabilize, format
+        self.stabilize, self.format, self.method = stabilize, format, method
         parse_signature(signature, _name(fun))  # report a bad signature now
         self._plans: dict = {}
         self.__doc__ = f"symgrad.{self.what} of {_name(fun)} (sparse; compiled on first call)"
@@ -201,19 +236,57 @@ class _SparseDerivative:
         plan = self._plans.get(key)
         if plan is None:
             program = _trace(self.fun, args, cores, self.what)
-            pattern = self._pattern(program, k)
+            direct, pattern = self._direct(program, k)
+            if pattern is None:
+                pattern = self._pattern(program, k)
             recovery, mode = self._colour(pattern)
-            plan = self._plans[key] = _Plan(pattern, recovery, program, cores, k, mode)
+            if direct is not None and (self.method == "direct" or direct.cost <= direct.terms * recovery.ncolours):
+                mode = "direct"
+            plan = self._plans[key] = _Plan(pattern, recovery, program, cores, k, mode, direct=direct)
         return plan
+
+    def _direct(self, program, k):
+        """``(_Direct, pattern)`` when the program is scalar-level (``method`` allowing), else ``(None, None)``."""
+        if self.method == "colouring":
+            return None, None
+        g, x, y = program.graph, program.inputs[k], program.outputs[0]
+        scalar, why = scalar_program(g, x, y)
+        if scalar is None:
+            if self.method == "direct":
+                raise ValueError(format_error(
+                    f"{self.what}(method='direct') of {program.name}: the program is not scalar-level: it has {why}",
+                    "the direct path needs every value computed from the argument to be a scalar "
+                    "(loops over x[i]) or an element rearrangement (indexing, reshape, stack)",
+                    "use method='auto' or 'colouring' (compressed sweeps), or write the function with scalar loops"))
+            return None, None
+        scalar, pattern = self._scalar_structure(g, scalar, y)
+        cols = scalar.column_sets()
+        fwd, rev = forward_cost(scalar, cols), reverse_cost(scalar)
+        terms = sum(len(t) for t in scalar.terms.values())
+        direct = _Direct(scalar, "forward" if fwd <= rev else "reverse", min(fwd, rev), terms)
+        return direct, self._direct_pattern(pattern_of(scalar, len(scalar.out_refs), cols))
+
+    def _scalar_structure(self, g, scalar, y):
+        return scalar, None
+
+    @staticmethod
+    def _direct_pattern(pattern):
+        return pattern
 
     def pattern(self, *args):
         """The structural pattern (bool ``csr_array``) used for arguments shaped like ``args``."""
         return self.plan(*args).pattern
 
     def info(self, *args) -> dict:
-        """``{"shape", "nnz", "ncolours", "mode"}`` for arguments shaped like ``args``."""
-        rec = self.plan(*args).recovery
-        return {"shape": rec.shape, "nnz": rec.nnz, "ncolours": rec.ncolours, "mode": self.plan(*args).mode}
+        """``{"shape", "nnz", "ncolours", "mode"}`` for arguments shaped like ``args``.
+
+        ``mode``: ``"direct"`` (entries computed one by one from the graph, no colours: ``ncolours`` is
+        0), ``"jvp"``/``"vjp"`` (column/row colouring, compressed forward/reverse sweep) or ``"hvp"``.
+        """
+        plan = self.plan(*args)
+        rec = plan.recovery
+        return {"shape": rec.shape, "nnz": rec.nnz, "ncolours": 0 if plan.mode == "direct" else rec.ncolours,
+                "mode": plan.mode}
 
     def __call__(self, *args):
         plan = self.plan(*args)
@@ -223,6 +296,10 @@ class _SparseDerivative:
         core = plan.cores[k]
         batch = x.shape[:x.ndim - len(core)]
         nbatch = math.prod(batch)
+        if plan.mode == "direct":
+            if plan.kernel is None:
+                self._build_direct(plan)
+            return self._direct_result(plan, args, dtype, nbatch, batch)
         if rec.ncolours == 0:
             compressed = np.zeros((nbatch, 0, 0), dtype=dtype)
         else:
@@ -246,6 +323,41 @@ class _SparseDerivative:
                 raise
             plan.recovery, plan.mode = Recovery(plan.pattern, colour_columns(plan.pattern)), "jvp"
             plan.kernel = seeded_kernel(plan.program, plan.k, plan.recovery.ncolours, "jvp", self.stabilize)
+
+    def _build_direct(self, plan: _Plan) -> None:
+        """Build the entry nodes (sparse forward or reverse over the scalar nodes) and their kernel."""
+        d, rec, g = plan.direct, plan.recovery, plan.program.graph
+        entries, _ = jacobian_entries(g, d.scalar, len(d.scalar.out_refs), d.variant)
+        entries = self._direct_entries(entries)
+        if not (np.array_equal(entries.indptr, rec.indptr) and np.array_equal(entries.indices, rec.indices)):
+            raise RuntimeError(f"symgrad internal error: the direct {self.what} entries of {plan.program.name} "
+                               "do not match its pattern; please report this (method='colouring' avoids it)")
+        is_const = np.array([g[t].op == "const" for t in entries.nodes], dtype=bool)
+        d.const_pos = np.flatnonzero(is_const)
+        d.const_vals = np.array([float(g.consts[entries.nodes[p]]) for p in d.const_pos], dtype=np.float64)
+        d.var_pos = np.flatnonzero(~is_const)
+        var_nodes = [entries.nodes[p] for p in d.var_pos]
+        if var_nodes:
+            digest = hashlib.sha256(rec.indptr.tobytes() + rec.indices.tobytes()).hexdigest()[:16]
+            plan.kernel = entries_kernel(plan.program, plan.k, self.what, var_nodes,
+                                         (d.variant, digest, len(var_nodes)), self.stabilize)
+        else:  # a linear function: every entry is a constant
+            plan.kernel = lambda *args: None
+
+    @staticmethod
+    def _direct_entries(entries):
+        return entries
+
+    def _direct_result(self, plan: _Plan, args, dtype, nbatch, batch):
+        d, rec = plan.direct, plan.recovery
+        data = np.empty((nbatch, rec.nnz), dtype=dtype)
+        data[:, d.const_pos] = d.const_vals.astype(dtype)
+        if len(d.var_pos):
+            data[:, d.var_pos] = np.asarray(plan.kernel(*args)).reshape(nbatch, len(d.var_pos))
+        sparse = _sparse()
+        cls = sparse.csr_array if self.format == "csr_array" else sparse.csr_matrix
+        mats = [cls((data[b], rec.indices, rec.indptr), shape=rec.shape) for b in range(nbatch)]
+        return mats if batch else mats[0]
 
     def _matrix(self, rec: Recovery, compressed_t):
         sparse = _sparse()
@@ -297,6 +409,23 @@ class SparseHessian(_SparseDerivative):
 
     def _pattern(self, program, k):
         return _hessian_pattern_of(program, k, self.what)
+
+    def _direct(self, program, k):
+        _check_scalar_output(program, self.what)
+        return super()._direct(program, k)
+
+    def _scalar_structure(self, g, scalar, y):
+        return gradient_program(g, scalar), None
+
+    @staticmethod
+    def _direct_pattern(pattern):
+        sym = (pattern + pattern.T).tocsr().astype(bool)
+        sym.sort_indices()
+        return sym
+
+    @staticmethod
+    def _direct_entries(entries):
+        return symmetrised(entries)
 
     @staticmethod
     def _colour(pattern):
