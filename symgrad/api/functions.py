@@ -135,17 +135,18 @@ def jacobian(fun, argnums=0, signature: str | None = None, *, stabilize: bool = 
 
 
 def hessian(fun, argnums=0, signature: str | None = None, *, stabilize: bool = True, sparse: bool = False,
-            format: str = "csr_array", method: str = "auto"):
+            format: str = "csr_array", method: str = "auto", colouring: str = "star"):
     """Hessian of a scalar-output function, forward-over-reverse; shape ``batch + I + I``.
 
     With a tuple ``argnums`` the result is a nested tuple ``H[i][j]``.  With ``sparse=True``, a
     ``scipy.sparse`` CSR matrix of the structural nonzeros (:class:`symgrad.api.sparse.SparseHessian`;
-    ``method`` as in :func:`jacobian`).
+    ``method`` as in :func:`jacobian`; ``colouring``: ``"star"`` or ``"acyclic"``).
     """
     if sparse:
         from .sparse import SparseHessian
 
-        return SparseHessian(fun, argnums, signature, stabilize=stabilize, format=format, method=method)
+        return SparseHessian(fun, argnums, signature, stabilize=stabilize, format=format, method=method,
+                             colouring=colouring)
     return Compiled(fun, "hessian", signature, argnums, stabilize).public
 
 

@@ -34,7 +34,7 @@ from ..errors import SignatureError, format_error
 from ..trace.pytree import tree_flatten
 from ..trace.signature import parse_signature
 from ..trace.trace import trace_program
-from ..transforms.colouring import Recovery, colour_columns, colour_symmetric
+from ..transforms.colouring import SYMMETRIC, Recovery, colour_columns, colour_symmetric
 from ..transforms.entries import (forward_cost, gradient_program, jacobian_entries, pattern_of, reverse_cost,
                                   scalar_program, symmetrised)
 from ..transforms.sparsity import hessian_pattern, jacobian_pattern
@@ -402,10 +402,24 @@ class SparseHessian(_SparseDerivative):
     Like :class:`SparseJacobian` for a scalar-core output; the compressed product is one compiled
     forward-over-reverse pass (Pearlmutter 1994) carrying ``ncolours`` tangents.
     The pattern is symmetric and so is the result up to rounding (each entry is computed once,
-    from its column's colour).
+    from its column's colour).  ``colouring="star"`` (default: direct recovery, each entry read
+    from one place of the product) or ``"acyclic"`` (fewer or as many colours, entries recovered
+    by substitution along two-coloured trees; Gebremedhin, Tarafdar, Manne & Pothen, SIAM J. Sci.
+    Comput. 29, 2007); either falls back to the distance-2 column colouring when that needs fewer
+    colours or the recovery check fails.  Scalar-level programs take the direct path
+    (``method``) and use no colouring.
     """
 
     what = "hessian"
+
+    def __init__(self, fun, argnums=0, signature=None, *, stabilize=True, format="csr_array", method="auto",
+                 colouring="star"):
+        if colouring not in SYMMETRIC:
+            raise ValueError(format_error(f"hessian: unknown colouring {colouring!r}",
+                                          "a Hessian's symmetric pattern is star or acyclic coloured",
+                                          f"use one of {SYMMETRIC}"))
+        self.colouring = colouring
+        super().__init__(fun, argnums, signature, stabilize=stabilize, format=format, method=method)
 
     def _pattern(self, program, k):
         return _hessian_pattern_of(program, k, self.what)
@@ -427,6 +441,5 @@ class SparseHessian(_SparseDerivative):
     def _direct_entries(entries):
         return symmetrised(entries)
 
-    @staticmethod
-    def _colour(pattern):
-        return colour_symmetric(pattern)[1], "hvp"
+    def _colour(self, pattern):
+        return colour_symmetric(pattern, self.colouring)[1], "hvp"
