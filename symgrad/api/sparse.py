@@ -8,7 +8,8 @@ nonzeros: the pattern's columns are coloured (:mod:`symgrad.transforms.colouring
 and one compiled JVP (Jacobians) or Hessian-vector product (Hessians) is called
 once with a batch of ``ncolours`` seed vectors; the nonzeros are read out of the
 compressed product with precomputed index arrays (Curtis, Powell & Reid 1974;
-Gebremedhin, Manne & Pothen, SIAM Review 47, 2005).
+Gebremedhin, Manne & Pothen, SIAM Review 47, 2005).  Programs written with scalar loops skip
+the colouring: each nonzero is its own node (:mod:`symgrad.transforms.entries`).
 
 Shapes: the differentiated argument (``argnums``, one array) has core shape I
 and the (single) output core shape O; matrices have shape
@@ -375,8 +376,14 @@ class SparseJacobian(_SparseDerivative):
     of the columns, or one reverse pass carrying one seed per colour of the rows when that needs
     fewer colours (a dense row, such as a sum over all unknowns, puts every column in one conflict);
     see :mod:`symgrad.api.seeded`.
+    A scalar-level program (written with scalar loops over ``x[i]``) instead gets one compiled
+    statement per structural nonzero, straight from the graph, with no colouring (``mode``
+    ``"direct"``; :mod:`symgrad.transforms.entries`): chosen by ``method="auto"`` when its
+    multiply-adds do not exceed the colouring's (terms x ncolours), forced by ``method="direct"``
+    (a ``ValueError`` naming the first array operation if the program is not scalar-level) or
+    avoided by ``method="colouring"``.
     ``.pattern(*args)`` and ``.info(*args)`` give the pattern and ``{"shape", "nnz", "ncolours",
-    "mode"}`` (mode ``"jvp"`` or ``"vjp"``).
+    "mode"}`` (mode ``"direct"``, ``"jvp"`` or ``"vjp"``).
     Raises as :func:`jacobian_sparsity`, and at call time as compiled functions do
     (``ShapeError``, ``DTypeError``).
     """
