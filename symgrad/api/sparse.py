@@ -25,7 +25,6 @@ SciPy is needed (``pip install scipy``); it is imported on first use.
 """
 from __future__ import annotations
 
-import hashlib
 import math
 from dataclasses import dataclass, field
 
@@ -36,11 +35,12 @@ from ..trace.pytree import tree_flatten
 from ..trace.signature import parse_signature
 from ..trace.trace import trace_program
 from ..transforms.colouring import SYMMETRIC, Recovery, colour_columns, colour_symmetric
-from ..transforms.entries import (forward_cost, gradient_program, jacobian_entries, pattern_of, reverse_cost,
+from ..transforms.entries import (forward_cost, gradient_program, pattern_of, reverse_cost,
                                   scalar_program, symmetrised)
 from ..transforms.sparsity import hessian_pattern, jacobian_pattern
 from .argnums import normalize_argnums
-from .seeded import entries_kernel, seeded_kernel
+from .seeded import seeded_kernel
+from .sparse_direct import Direct, build_direct, direct_data
 
 __all__ = ["jacobian_sparsity", "hessian_sparsity", "SparseJacobian", "SparseHessian"]
 
@@ -68,29 +68,7 @@ class _Plan:
     mode: str  # seeded kernel: "jvp" (column colours), "vjp" (row colours) or "hvp"
     kernel: object = None  # compiled ``fn(*args, seeds)`` (``fn(*args)`` for "direct"), built on first use
     seeds: dict = field(default_factory=dict)  # dtype -> seed vectors, shape (ncolours,) + core
-    direct: object = None  # _Direct when the program is scalar-level (mode "direct" if chosen)
-
-
-@dataclass
-class _Direct:
-    """The direct path of a scalar-level program (:mod:`symgrad.transforms.entries`).
-
-    ``scalar``: the ScalarProgram whose Jacobian entries are wanted (for a Hessian, that of the
-    gradient); ``variant``: "forward" or "reverse" (the cheaper); ``cost`` its multiply-adds;
-    ``terms``: partial terms per compressed lane (a colouring costs about ``terms * ncolours``).
-    After the build: ``var_pos``/``const_pos``/``const_vals`` place the kernel's entries and the
-    constant entries in the CSR data.
-    """
-
-    scalar: object
-    variant: str
-    cost: int
-    terms: int
-    indptr: object = None
-    indices: object = None
-    var_pos: object = None
-    const_pos: object = None
-    const_vals: object = None
+    direct: object = None  # Direct when the program is scalar-level (mode "direct" if chosen)
 
 
 def _float_dtype(a):
@@ -247,7 +225,7 @@ class _SparseDerivative:
         return plan
 
     def _direct(self, program, k):
-        """``(_Direct, pattern)`` when the program is scalar-level (``method`` allowing), else ``(None, None)``."""
+        """``(Direct, pattern)`` when the program is scalar-level (``method`` allowing), else ``(None, None)``."""
         if self.method == "colouring":
             return None, None
         g, x, y = program.graph, program.inputs[k], program.outputs[0]
@@ -264,7 +242,7 @@ class _SparseDerivative:
         cols = scalar.column_sets()
         fwd, rev = forward_cost(scalar, cols), reverse_cost(scalar)
         terms = sum(len(t) for t in scalar.terms.values())
-        direct = _Direct(scalar, "forward" if fwd <= rev else "reverse", min(fwd, rev), terms)
+        direct = Direct(scalar, "forward" if fwd <= rev else "reverse", min(fwd, rev), terms)
         return direct, self._direct_pattern(pattern_of(scalar, len(scalar.out_refs), cols))
 
     def _scalar_structure(self, g, scalar, y):
@@ -327,37 +305,17 @@ class _SparseDerivative:
 
     def _build_direct(self, plan: _Plan) -> None:
         """Build the entry nodes (sparse forward or reverse over the scalar nodes) and their kernel."""
-        d, rec, g = plan.direct, plan.recovery, plan.program.graph
-        entries, _ = jacobian_entries(g, d.scalar, len(d.scalar.out_refs), d.variant)
-        entries = self._direct_entries(entries)
-        if not (np.array_equal(entries.indptr, rec.indptr) and np.array_equal(entries.indices, rec.indices)):
-            raise RuntimeError(f"symgrad internal error: the direct {self.what} entries of {plan.program.name} "
-                               "do not match its pattern; please report this (method='colouring' avoids it)")
-        is_const = np.array([g[t].op == "const" for t in entries.nodes], dtype=bool)
-        d.const_pos = np.flatnonzero(is_const)
-        d.const_vals = np.array([float(g.consts[entries.nodes[p]]) for p in d.const_pos], dtype=np.float64)
-        d.var_pos = np.flatnonzero(~is_const)
-        var_nodes = [entries.nodes[p] for p in d.var_pos]
-        if var_nodes:
-            digest = hashlib.sha256(rec.indptr.tobytes() + rec.indices.tobytes()).hexdigest()[:16]
-            plan.kernel = entries_kernel(plan.program, plan.k, self.what, var_nodes,
-                                         (d.variant, digest, len(var_nodes)), self.stabilize)
-        else:  # a linear function: every entry is a constant
-            plan.kernel = lambda *args: None
+        build_direct(plan, self.what, self._direct_entries, self.stabilize)
 
     @staticmethod
     def _direct_entries(entries):
         return entries
 
     def _direct_result(self, plan: _Plan, args, dtype, nbatch, batch):
-        d, rec = plan.direct, plan.recovery
-        data = np.empty((nbatch, rec.nnz), dtype=dtype)
-        data[:, d.const_pos] = d.const_vals.astype(dtype)
-        if len(d.var_pos):
-            data[:, d.var_pos] = np.asarray(plan.kernel(*args)).reshape(nbatch, len(d.var_pos))
         sparse = _sparse()
         cls = sparse.csr_array if self.format == "csr_array" else sparse.csr_matrix
-        mats = [cls((data[b], rec.indices, rec.indptr), shape=rec.shape) for b in range(nbatch)]
+        mats = [cls((d, plan.recovery.indices, plan.recovery.indptr), shape=plan.recovery.shape)
+                for d in direct_data(plan, args, dtype, nbatch)]
         return mats if batch else mats[0]
 
     def _matrix(self, rec: Recovery, compressed_t):
