@@ -8,11 +8,17 @@ Compares in one run:
   ``least_squares(jac_sparsity=...)`` and ``solve_ivp(jac_sparsity=...)`` take);
 * dense symgrad ``jacobian`` (n = 2000 and 10^4).
 
-Problems: the Broyden tridiagonal function at n = 10^4 and 10^6; the 2-D Brusselator with BDF
-(N = 32 and 128); the chained Rosenbrock function with trust-constr at n = 10^5.
+Problems: the Broyden tridiagonal function at n = 10^4 and 10^6; the same function written with
+a scalar loop (the direct path: one generated statement per nonzero, no colouring) at n = 10^3;
+the 2-D Brusselator with BDF (N = 32 and 128); the chained Rosenbrock function with trust-constr
+at n = 10^5, with the star and the acyclic colouring.  ``--grimech`` adds GRI-Mech 3.0
+(``examples/grimech.py``, needs Cantera): pattern and density, the direct sparse Jacobian against
+the colouring path and dense symgrad, and BDF at constant volume with each Jacobian (several
+minutes: the colouring and dense kernels take about 3 minutes each to compile).
 
-Run: ``python benchmarks/bench_sparse.py`` (writes benchmarks/results/sparse.md; about 10 minutes
-on a loaded 2-core machine).  ``--quick`` runs the small sizes only.
+Run: ``python benchmarks/bench_sparse.py`` (writes benchmarks/results/sparse.md; about 30 minutes
+on a loaded 2-core machine, most of it the N = 128 Brusselator's BDF runs).  ``--quick`` runs the
+small sizes only.
 """
 from __future__ import annotations
 
@@ -43,6 +49,20 @@ def broyden(x):
 
 def rosen(x):
     return np.sum(100.0 * (x[1:] - x[:-1] ** 2) ** 2 + (1.0 - x[:-1]) ** 2)
+
+
+def broyden_loop(x):
+    """Broyden's function as a modeller writes it with a loop: every value is a scalar."""
+    n = x.shape[0]
+    out = []
+    for i in range(n):
+        v = (3.0 - 2.0 * x[i]) * x[i] + 1.0
+        if i > 0:
+            v = v - x[i - 1]
+        if i < n - 1:
+            v = v - 2.0 * x[i + 1]
+        out.append(v)
+    return np.stack(out)
 
 
 
@@ -117,6 +137,90 @@ def bench_broyden(sizes, rows, notes):
                              f"{nd * nd:,}", "–", f"dense / sparse eval = {ev_d / ev_s:,.0f}x"])
 
 
+def _timed_build(jac, *args):
+    """(plan seconds, first-call seconds, median evaluation seconds, info)."""
+    t = time.perf_counter()
+    jac.plan(*args)
+    build = time.perf_counter() - t
+    t = time.perf_counter()
+    jac(*args)
+    first = time.perf_counter() - t
+    return build, first, median_time(lambda: jac(*args)), jac.info(*args)
+
+
+def bench_broyden_loop(sizes, rows, methods=("direct",)):
+    """The direct path on a scalar-level program (``methods`` may add "colouring": the compressed sweep
+    over the same scalar program, whose kernel carries an ncolours-vector per scalar node and takes
+    minutes to compile at n = 1000)."""
+    for n in sizes:
+        x = np.random.default_rng(0).uniform(-1, 1, n)
+        ref = None
+        for method in methods:
+            jac = sg.jacobian(broyden_loop, sparse=True, stabilize=False, method=method)
+            build, first, ev, info = _timed_build(jac, x)
+            j = jac(x)
+            diff = "" if ref is None else f"; max abs diff vs direct {abs(j - ref).max():.1e}"
+            ref = j if ref is None else ref
+            rows.append([f"Broyden as a loop, n = {n:,}", f"symgrad sparse, {info['mode']}", fmt_t(build), fmt_t(ev),
+                         f"{info['nnz']:,}", info["ncolours"], f"first call (compile) {fmt_t(first)}{diff}"])
+
+
+def bench_grimech(rows, notes):
+    """GRI-Mech 3.0: pattern, direct vs colouring vs dense Jacobians, and BDF at constant volume."""
+    import cantera as ct
+    from grimech import Mechanism, make_rhs
+    from scipy.integrate import solve_ivp
+
+    gas = ct.Solution("gri30.yaml")
+    gas.TPX = 1500.0, 101325.0, "CH4:1, O2:2, N2:7.52"
+    wdot = make_rhs(Mechanism(gas))
+    c0 = gas.concentrations.copy()
+    c = c0 * (1 + 0.1 * np.random.default_rng(0).random(gas.n_species)) + 1e-9
+    label = "GRI-Mech 3.0 wdot(C), 53 species"
+    jacs, results = {}, {}
+    for method in ("direct", "colouring"):
+        jac = jacs[method] = sg.jacobian(wdot, sparse=True, stabilize=False, method=method)
+        build, first, ev, info = _timed_build(jac, c)
+        results[method] = jac(c)
+        rows.append([label, f"symgrad sparse, {info['mode']}", fmt_t(build), fmt_t(ev), f"{info['nnz']:,}",
+                     info["ncolours"], f"first call (compile) {fmt_t(first)}; density {info['nnz'] / 53 ** 2:.1%}"])
+    dense = sg.jacobian(wdot, stabilize=False)
+    t = time.perf_counter()
+    jd = dense(c)
+    first = time.perf_counter() - t
+    ev = median_time(lambda: dense(c))
+    scale = np.abs(jd).max()
+    diffs = ", ".join(f"{m} {np.abs(r.toarray() - jd).max() / scale:.1e}" for m, r in results.items())
+    rows.append([label, "symgrad dense", fmt_t(first) + " (incl. compile)", fmt_t(ev), f"{53 * 53:,}", "–",
+                 f"max abs diff / max abs J vs dense: {diffs}"])
+    pattern = jacs["direct"].pattern(c)
+    notes.append(f"GRI-Mech 3.0 Jacobian pattern: {pattern.nnz} of {53 * 53} entries ({pattern.nnz / 53 ** 2:.1%}); "
+                 f"{int((np.diff(pattern.indptr) == 53).sum())} dense rows, {int((pattern.sum(axis=0) == 0).sum())} "
+                 "empty columns; column colouring needs "
+                 f"{int(__import__('symgrad.transforms.colouring', fromlist=['x']).colour_columns(pattern).max()) + 1} "
+                 "colours, so compressed sweeps save nothing here.")
+    # BDF at constant volume and temperature (dC/dt = wdot), as Cantera's IdealGasReactor with energy off
+    fw = sg.jit(wdot)
+    t_end, opts = 2e-3, dict(rtol=1e-9, atol=1e-20)
+    sols = {}
+    for name, jac in (("direct sparse", jacs["direct"]), ("dense", dense)):
+        t = time.perf_counter()
+        sols[name] = solve_ivp(lambda t, y: fw(y), (0.0, t_end), c0, method="BDF", jac=lambda t, y, j=jac: j(y), **opts)
+        sols[name].wall = time.perf_counter() - t
+    gas.TPX = 1500.0, 101325.0, "CH4:1, O2:2, N2:7.52"
+    reactor = ct.IdealGasReactor(gas, energy="off", clone=True)
+    net = ct.ReactorNet([reactor])
+    net.rtol, net.atol = 1e-12, 1e-22
+    net.advance(t_end)
+    ref = (reactor.phase if hasattr(reactor, "phase") else reactor.thermo).concentrations
+    big = ref > 1e-12 * ref.max()
+    for name, sol in sols.items():
+        err = np.max(np.abs(sol.y[:, -1] - ref)[big] / ref[big])
+        rows.append([f"GRI-Mech 3.0, BDF to t = {t_end:g} s (constant V, T)", f"jac = symgrad {name}", "–", "–", "–",
+                     "–", f"BDF {sol.wall:.2f} s, {sol.njev} Jacobians, {sol.nfev} f-evals, {sol.nlu} LU; max rel. "
+                     f"diff vs Cantera's IdealGasReactor (energy off; species above 1e-12 of the largest) {err:.1e}"])
+
+
 def bench_brusselator(sizes, rows, t_end=11.5):
     from scipy.integrate import solve_ivp
     from sparse_brusselator import initial, make_rhs
@@ -171,8 +275,17 @@ def bench_rosenbrock(n, rows):
         res[label] = (time.perf_counter() - t, r)
     (t_h, r_h), (t_p, r_p) = res.values()
     label = f"chained Rosenbrock n = {n:,}"
-    rows.append([label, "symgrad sparse Hessian", fmt_t(build), fmt_t(ev), f"{info['nnz']:,}", info["ncolours"],
+    rows.append([label, "symgrad sparse Hessian (star)", fmt_t(build), fmt_t(ev), f"{info['nnz']:,}", info["ncolours"],
                  f"trust-constr {t_h:.2f} s, {r_h.nit} iterations, max abs(x - 1) = {np.max(np.abs(r_h.x - 1)):.1e}"])
+    acyclic = sg.hessian(rosen, signature="(n)->()", sparse=True, stabilize=False, colouring="acyclic")
+    build_a, first_a, ev_a, info_a = _timed_build(acyclic, x0)
+    t = time.perf_counter()
+    r_a = minimize(rosen, x0, jac=grad, method="trust-constr", options=opts, hess=acyclic)
+    t_a = time.perf_counter() - t
+    diff = abs(acyclic(x0) - hess(x0)).max() / abs(hess(x0)).max()
+    rows.append([label, "symgrad sparse Hessian (acyclic)", fmt_t(build_a), fmt_t(ev_a), f"{info_a['nnz']:,}",
+                 info_a["ncolours"], f"recovery by substitution; max abs diff / max abs H vs star {diff:.1e}; "
+                 f"trust-constr {t_a:.2f} s, {r_a.nit} iterations, max abs(x - 1) = {np.max(np.abs(r_a.x - 1)):.1e}"])
     rows.append([label, "symgrad hvp (hessp)", "–", fmt_t(ev_p) + " per product", "–", "–",
                  f"trust-constr {t_p:.2f} s, {r_p.nit} iterations, max abs(x - 1) = {np.max(np.abs(r_p.x - 1)):.1e}"])
 
@@ -182,16 +295,25 @@ def main():
     parser.add_argument("--quick", action="store_true", help="small sizes only (a smoke run)")
     parser.add_argument("--out", default=str(HERE / "results" / "sparse.md"))
     parser.add_argument("--t-end", type=float, default=11.5, help="Brusselator end time (11.5: Hairer-Wanner)")
+    parser.add_argument("--grimech", action="store_true", help="add GRI-Mech 3.0 (needs Cantera; several minutes)")
+    parser.add_argument("--no-brusselator", action="store_true", help="skip the Brusselator BDF runs")
     a = parser.parse_args()
     sg.jacobian(broyden, sparse=True, stabilize=False).plan(np.zeros(3))  # import SciPy, load Numba once
     rows, notes = [], []
     bench_broyden([1000] if a.quick else [10_000, 1_000_000], rows, notes)
     print(*rows, sep="\n", flush=True)
-    bench_rosenbrock(1000 if a.quick else 100_000, rows)
+    bench_broyden_loop([100] if a.quick else [1000], rows)
     print(*rows[-2:], sep="\n", flush=True)
-    bench_brusselator([8] if a.quick else [32, 128], rows, a.t_end)
+    bench_rosenbrock(1000 if a.quick else 100_000, rows)
+    print(*rows[-3:], sep="\n", flush=True)
+    if a.grimech:
+        bench_grimech(rows, notes)
+        print(*rows[-5:], sep="\n", flush=True)
+    if not a.no_brusselator:
+        bench_brusselator([8] if a.quick else [32, 128], rows, a.t_end)
     cmd = "python benchmarks/bench_sparse.py" + (" --quick" if a.quick else "") + (
-        f" --t-end {a.t_end:g}" if a.t_end != 11.5 else "")
+        f" --t-end {a.t_end:g}" if a.t_end != 11.5 else "") + (" --grimech" if a.grimech else "") + (
+        " --no-brusselator" if a.no_brusselator else "")
     import casadi
     import numba
     import scipy

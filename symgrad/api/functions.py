@@ -119,7 +119,7 @@ def value_and_grad(fun, argnums=0, signature: str | None = None, *, stabilize: b
 
 
 def jacobian(fun, argnums=0, signature: str | None = None, *, stabilize: bool = True, sparse: bool = False,
-             format: str = "csr_array", tiered: bool | None = None):
+             format: str = "csr_array", method: str = "auto", tiered: bool | None = None):
     """Jacobian of ``fun``: for output core shape O and input core shape I, shape ``batch + O + I``.
 
     Forward accumulation is used when the inputs have fewer elements than the
@@ -130,26 +130,30 @@ def jacobian(fun, argnums=0, signature: str | None = None, *, stabilize: bool = 
     ``(prod(O), prod(I))`` holding only the structural nonzeros, read from the traced graph;
     ``signature=None`` then means each argument's whole shape is its core (an elementwise
     function gives a diagonal matrix).  See
-    :class:`symgrad.api.sparse.SparseJacobian` (``format``: ``"csr_array"`` or ``"csr_matrix"``).
+    :class:`symgrad.api.sparse.SparseJacobian` (``format``: ``"csr_array"`` or ``"csr_matrix"``;
+    ``method``: ``"auto"``, ``"direct"`` (scalar-level programs: each nonzero straight from the graph)
+    or ``"colouring"``).
     """
     if sparse:
         from .sparse import SparseJacobian
 
-        return SparseJacobian(fun, argnums, signature, stabilize=stabilize, format=format)
+        return SparseJacobian(fun, argnums, signature, stabilize=stabilize, format=format, method=method)
     return Compiled(fun, "jacobian", signature, argnums, stabilize, tiered=tiered).public
 
 
 def hessian(fun, argnums=0, signature: str | None = None, *, stabilize: bool = True, sparse: bool = False,
-            format: str = "csr_array", tiered: bool | None = None):
+            format: str = "csr_array", method: str = "auto", colouring: str = "star", tiered: bool | None = None):
     """Hessian of a scalar-output function, forward-over-reverse; shape ``batch + I + I``.
 
     With a tuple ``argnums`` the result is a nested tuple ``H[i][j]``.  With ``sparse=True``, a
-    ``scipy.sparse`` CSR matrix of the structural nonzeros (:class:`symgrad.api.sparse.SparseHessian`).
+    ``scipy.sparse`` CSR matrix of the structural nonzeros (:class:`symgrad.api.sparse.SparseHessian`;
+    ``method`` as in :func:`jacobian`; ``colouring``: ``"star"`` or ``"acyclic"``).
     """
     if sparse:
         from .sparse import SparseHessian
 
-        return SparseHessian(fun, argnums, signature, stabilize=stabilize, format=format)
+        return SparseHessian(fun, argnums, signature, stabilize=stabilize, format=format, method=method,
+                             colouring=colouring)
     return Compiled(fun, "hessian", signature, argnums, stabilize, tiered=tiered).public
 
 

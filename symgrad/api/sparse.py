@@ -8,7 +8,8 @@ nonzeros: the pattern's columns are coloured (:mod:`symgrad.transforms.colouring
 and one compiled JVP (Jacobians) or Hessian-vector product (Hessians) is called
 once with a batch of ``ncolours`` seed vectors; the nonzeros are read out of the
 compressed product with precomputed index arrays (Curtis, Powell & Reid 1974;
-Gebremedhin, Manne & Pothen, SIAM Review 47, 2005).
+Gebremedhin, Manne & Pothen, SIAM Review 47, 2005).  Programs written with scalar loops skip
+the colouring: each nonzero is its own node (:mod:`symgrad.transforms.entries`).
 
 Shapes: the differentiated argument (``argnums``, one array) has core shape I
 and the (single) output core shape O; matrices have shape
@@ -33,14 +34,18 @@ from ..errors import SignatureError, format_error
 from ..trace.pytree import tree_flatten
 from ..trace.signature import parse_signature
 from ..trace.trace import trace_program
-from ..transforms.colouring import Recovery, colour_columns, colour_symmetric
+from ..transforms.colouring import SYMMETRIC, Recovery, colour_columns, colour_symmetric
+from ..transforms.entries import (forward_cost, gradient_program, pattern_of, reverse_cost,
+                                  scalar_program, symmetrised)
 from ..transforms.sparsity import hessian_pattern, jacobian_pattern
 from .argnums import normalize_argnums
 from .seeded import seeded_kernel
+from .sparse_direct import Direct, build_direct, direct_data
 
 __all__ = ["jacobian_sparsity", "hessian_sparsity", "SparseJacobian", "SparseHessian"]
 
 FORMATS = ("csr_array", "csr_matrix")
+METHODS = ("auto", "direct", "colouring")
 
 
 def _sparse():
@@ -61,8 +66,9 @@ class _Plan:
     cores: list
     k: int  # position of the differentiated argument
     mode: str  # seeded kernel: "jvp" (column colours), "vjp" (row colours) or "hvp"
-    kernel: object = None  # compiled ``fn(*args, seeds)``, built on the first evaluation
+    kernel: object = None  # compiled ``fn(*args, seeds)`` (``fn(*args)`` for "direct"), built on first use
     seeds: dict = field(default_factory=dict)  # dtype -> seed vectors, shape (ncolours,) + core
+    direct: object = None  # Direct when the program is scalar-level (mode "direct" if chosen)
 
 
 def _float_dtype(a):
@@ -166,13 +172,17 @@ def hessian_sparsity(fun, *example_args, argnums: int = 0, signature: str | None
 
 
 def _hessian_pattern_of(program, k, what):
+    _check_scalar_output(program, what)
+    return hessian_pattern(program.graph, program.outputs[0], [program.inputs[k]])
+
+
+def _check_scalar_output(program, what):
     g, y = program.graph, program.outputs[0]
     if g.shape(y) != ():
         raise SignatureError(format_error(
             f"{what} of {program.name}: the output has core shape {g.shape(y)}, not ()",
             "a Hessian is defined for a scalar function", "reduce the output (np.sum), or give a signature "
             "whose output core is ()"))
-    return hessian_pattern(g, y, [program.inputs[k]])
 
 
 class _SparseDerivative:
@@ -180,15 +190,19 @@ class _SparseDerivative:
 
     what = ""
 
-    def __init__(self, fun, argnums=0, signature=None, *, stabilize=True, format="csr_array"):
+    def __init__(self, fun, argnums=0, signature=None, *, stabilize=True, format="csr_array", method="auto"):
         if not callable(fun):
             raise TypeError(f"expected a callable to differentiate; got {type(fun).__name__}")
         if format not in FORMATS:
             raise ValueError(format_error(f"{self.what}: unknown format {format!r}",
                                           "sparse results are SciPy CSR arrays or matrices",
                                           f"use one of {FORMATS}"))
+        if method not in METHODS:
+            raise ValueError(format_error(f"{self.what}: unknown method {method!r}",
+                                          "entries come from the graph directly or from a colouring",
+                                          f"use one of {METHODS}"))
         self.fun, self.argnums, self.signature = fun, argnums, signature
-        self.stabilize, self.format = stabilize, format
+        self.stabilize, self.format, self.method = stabilize, format, method
         parse_signature(signature, _name(fun))  # report a bad signature now
         self._plans: dict = {}
         self.__doc__ = f"symgrad.{self.what} of {_name(fun)} (sparse; compiled on first call)"
@@ -201,19 +215,57 @@ class _SparseDerivative:
         plan = self._plans.get(key)
         if plan is None:
             program = _trace(self.fun, args, cores, self.what)
-            pattern = self._pattern(program, k)
+            direct, pattern = self._direct(program, k)
+            if pattern is None:
+                pattern = self._pattern(program, k)
             recovery, mode = self._colour(pattern)
-            plan = self._plans[key] = _Plan(pattern, recovery, program, cores, k, mode)
+            if direct is not None and (self.method == "direct" or direct.cost <= direct.terms * recovery.ncolours):
+                mode = "direct"
+            plan = self._plans[key] = _Plan(pattern, recovery, program, cores, k, mode, direct=direct)
         return plan
+
+    def _direct(self, program, k):
+        """``(Direct, pattern)`` when the program is scalar-level (``method`` allowing), else ``(None, None)``."""
+        if self.method == "colouring":
+            return None, None
+        g, x, y = program.graph, program.inputs[k], program.outputs[0]
+        scalar, why = scalar_program(g, x, y)
+        if scalar is None:
+            if self.method == "direct":
+                raise ValueError(format_error(
+                    f"{self.what}(method='direct') of {program.name}: the program is not scalar-level: it has {why}",
+                    "the direct path needs every value computed from the argument to be a scalar "
+                    "(loops over x[i]) or an element rearrangement (indexing, reshape, stack)",
+                    "use method='auto' or 'colouring' (compressed sweeps), or write the function with scalar loops"))
+            return None, None
+        scalar, pattern = self._scalar_structure(g, scalar, y)
+        cols = scalar.column_sets()
+        fwd, rev = forward_cost(scalar, cols), reverse_cost(scalar)
+        terms = sum(len(t) for t in scalar.terms.values())
+        direct = Direct(scalar, "forward" if fwd <= rev else "reverse", min(fwd, rev), terms)
+        return direct, self._direct_pattern(pattern_of(scalar, len(scalar.out_refs), cols))
+
+    def _scalar_structure(self, g, scalar, y):
+        return scalar, None
+
+    @staticmethod
+    def _direct_pattern(pattern):
+        return pattern
 
     def pattern(self, *args):
         """The structural pattern (bool ``csr_array``) used for arguments shaped like ``args``."""
         return self.plan(*args).pattern
 
     def info(self, *args) -> dict:
-        """``{"shape", "nnz", "ncolours", "mode"}`` for arguments shaped like ``args``."""
-        rec = self.plan(*args).recovery
-        return {"shape": rec.shape, "nnz": rec.nnz, "ncolours": rec.ncolours, "mode": self.plan(*args).mode}
+        """``{"shape", "nnz", "ncolours", "mode"}`` for arguments shaped like ``args``.
+
+        ``mode``: ``"direct"`` (entries computed one by one from the graph, no colours: ``ncolours`` is
+        0), ``"jvp"``/``"vjp"`` (column/row colouring, compressed forward/reverse sweep) or ``"hvp"``.
+        """
+        plan = self.plan(*args)
+        rec = plan.recovery
+        return {"shape": rec.shape, "nnz": rec.nnz, "ncolours": 0 if plan.mode == "direct" else rec.ncolours,
+                "mode": plan.mode}
 
     def __call__(self, *args):
         plan = self.plan(*args)
@@ -223,6 +275,10 @@ class _SparseDerivative:
         core = plan.cores[k]
         batch = x.shape[:x.ndim - len(core)]
         nbatch = math.prod(batch)
+        if plan.mode == "direct":
+            if plan.kernel is None:
+                self._build_direct(plan)
+            return self._direct_result(plan, args, dtype, nbatch, batch)
         if rec.ncolours == 0:
             compressed = np.zeros((nbatch, 0, 0), dtype=dtype)
         else:
@@ -247,6 +303,21 @@ class _SparseDerivative:
             plan.recovery, plan.mode = Recovery(plan.pattern, colour_columns(plan.pattern)), "jvp"
             plan.kernel = seeded_kernel(plan.program, plan.k, plan.recovery.ncolours, "jvp", self.stabilize)
 
+    def _build_direct(self, plan: _Plan) -> None:
+        """Build the entry nodes (sparse forward or reverse over the scalar nodes) and their kernel."""
+        build_direct(plan, self.what, self._direct_entries, self.stabilize)
+
+    @staticmethod
+    def _direct_entries(entries):
+        return entries
+
+    def _direct_result(self, plan: _Plan, args, dtype, nbatch, batch):
+        sparse = _sparse()
+        cls = sparse.csr_array if self.format == "csr_array" else sparse.csr_matrix
+        mats = [cls((d, plan.recovery.indices, plan.recovery.indptr), shape=plan.recovery.shape)
+                for d in direct_data(plan, args, dtype, nbatch)]
+        return mats if batch else mats[0]
+
     def _matrix(self, rec: Recovery, compressed_t):
         sparse = _sparse()
         cls = sparse.csr_array if self.format == "csr_array" else sparse.csr_matrix
@@ -263,8 +334,14 @@ class SparseJacobian(_SparseDerivative):
     of the columns, or one reverse pass carrying one seed per colour of the rows when that needs
     fewer colours (a dense row, such as a sum over all unknowns, puts every column in one conflict);
     see :mod:`symgrad.api.seeded`.
+    A scalar-level program (written with scalar loops over ``x[i]``) instead gets one compiled
+    statement per structural nonzero, straight from the graph, with no colouring (``mode``
+    ``"direct"``; :mod:`symgrad.transforms.entries`): chosen by ``method="auto"`` when its
+    multiply-adds do not exceed the colouring's (terms x ncolours), forced by ``method="direct"``
+    (a ``ValueError`` naming the first array operation if the program is not scalar-level) or
+    avoided by ``method="colouring"``.
     ``.pattern(*args)`` and ``.info(*args)`` give the pattern and ``{"shape", "nnz", "ncolours",
-    "mode"}`` (mode ``"jvp"`` or ``"vjp"``).
+    "mode"}`` (mode ``"direct"``, ``"jvp"`` or ``"vjp"``).
     Raises as :func:`jacobian_sparsity`, and at call time as compiled functions do
     (``ShapeError``, ``DTypeError``).
     """
@@ -290,14 +367,44 @@ class SparseHessian(_SparseDerivative):
     Like :class:`SparseJacobian` for a scalar-core output; the compressed product is one compiled
     forward-over-reverse pass (Pearlmutter 1994) carrying ``ncolours`` tangents.
     The pattern is symmetric and so is the result up to rounding (each entry is computed once,
-    from its column's colour).
+    from its column's colour).  ``colouring="star"`` (default: direct recovery, each entry read
+    from one place of the product) or ``"acyclic"`` (fewer or as many colours, entries recovered
+    by substitution along two-coloured trees; Gebremedhin, Tarafdar, Manne & Pothen, SIAM J. Sci.
+    Comput. 29, 2007); either falls back to the distance-2 column colouring when that needs fewer
+    colours or the recovery check fails.  Scalar-level programs take the direct path
+    (``method``) and use no colouring.
     """
 
     what = "hessian"
 
+    def __init__(self, fun, argnums=0, signature=None, *, stabilize=True, format="csr_array", method="auto",
+                 colouring="star"):
+        if colouring not in SYMMETRIC:
+            raise ValueError(format_error(f"hessian: unknown colouring {colouring!r}",
+                                          "a Hessian's symmetric pattern is star or acyclic coloured",
+                                          f"use one of {SYMMETRIC}"))
+        self.colouring = colouring
+        super().__init__(fun, argnums, signature, stabilize=stabilize, format=format, method=method)
+
     def _pattern(self, program, k):
         return _hessian_pattern_of(program, k, self.what)
 
+    def _direct(self, program, k):
+        _check_scalar_output(program, self.what)
+        return super()._direct(program, k)
+
+    def _scalar_structure(self, g, scalar, y):
+        return gradient_program(g, scalar), None
+
     @staticmethod
-    def _colour(pattern):
-        return colour_symmetric(pattern)[1], "hvp"
+    def _direct_pattern(pattern):
+        sym = (pattern + pattern.T).tocsr().astype(bool)
+        sym.sort_indices()
+        return sym
+
+    @staticmethod
+    def _direct_entries(entries):
+        return symmetrised(entries)
+
+    def _colour(self, pattern):
+        return colour_symmetric(pattern, self.colouring)[1], "hvp"

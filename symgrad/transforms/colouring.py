@@ -19,12 +19,15 @@ Colouring the rows instead (the columns of ``J^T``) gives ``S^T J`` from reverse
 passes; :mod:`symgrad.api.sparse` takes whichever needs fewer colours (a dense row
 makes column colouring useless, a dense column makes row colouring useless).
 Hessians use a greedy star colouring of their symmetric pattern when it needs fewer
-colours than the column colouring (:func:`colour_symmetric`; GMP 2005, sec. 4).
+colours than the column colouring (:func:`colour_symmetric`; GMP 2005, sec. 4), or, on
+request, an acyclic colouring with recovery by substitution (:mod:`.acyclic`).
 """
 from __future__ import annotations
 
 import numba
 import numpy as np
+
+from .acyclic import colour_acyclic, substitute, substitution_plan
 
 __all__ = ["colour_columns", "colour_symmetric", "Recovery"]
 
@@ -79,9 +82,10 @@ def _greedy_star(ptr, adj, n):  # pragma: no cover - compiled
 
 
 STAR_WORK_LIMIT = 200_000_000  # sum of squared degrees beyond which the star colouring is not tried
+SYMMETRIC = ("star", "acyclic")
 
 
-def colour_symmetric(pattern):
+def colour_symmetric(pattern, method: str = "star"):
     """Colouring of a symmetric pattern (a Hessian) and how to read each nonzero back.
 
     Tries a greedy star colouring, which uses symmetry: ``H[i, j]`` is read from row ``i`` of ``H S``
@@ -92,9 +96,17 @@ def colour_symmetric(pattern):
     (more work than :data:`STAR_WORK_LIMIT`), fails the check, or needs more colours, the
     distance-2 column colouring is used.
 
+    ``method="acyclic"`` tries a greedy acyclic colouring instead (fewer or as many colours as a
+    star colouring; :mod:`.acyclic`), read back by substitution along two-coloured trees; the plan
+    is verified (every off-diagonal nonzero peeled) and the same fallbacks apply.
+
     Returns:
       (colours, recovery) with ``recovery`` a :class:`Recovery` reading ``(H S)^T``.
+    Raises:
+      ValueError: ``method`` is not ``"star"`` or ``"acyclic"``.
     """
+    if method not in SYMMETRIC:
+        raise ValueError(f"symmetric colouring must be one of {SYMMETRIC}; got {method!r}")
     csr = pattern.tocsr()
     csr.sort_indices()
     n = csr.shape[0]
@@ -103,11 +115,16 @@ def colour_symmetric(pattern):
     deg = np.diff(csr.indptr).astype(np.float64)
     if n == 0 or float(deg @ deg) > STAR_WORK_LIMIT:
         return plain, best
-    star = _greedy_star(csr.indptr.astype(np.int64), csr.indices.astype(np.int64), n)
-    if star.max() >= plain.max():
+    if method == "acyclic":
+        colours = colour_acyclic(csr)
+        by = "acyclic"
+    else:
+        colours = _greedy_star(csr.indptr.astype(np.int64), csr.indices.astype(np.int64), n)
+        by = "symmetric"
+    if colours.max() >= plain.max():
         return plain, best
-    rec = Recovery(csr, star, by="symmetric")
-    return (star, rec) if rec.valid else (plain, best)
+    rec = Recovery(csr, colours, by=by)
+    return (colours, rec) if rec.valid else (plain, best)
 
 
 def colour_columns(pattern) -> np.ndarray:
@@ -143,12 +160,15 @@ class Recovery:
       pattern: scipy.sparse pattern (m, n).
       colours: column colours (``by="columns"``: ``B^T = (J S)^T`` of shape (ncolours, m), from
         forward passes) or row colours (``by="rows"``: ``S^T J`` of shape (ncolours, n), from
-        reverse passes), from :func:`colour_columns` of ``pattern`` or of its transpose.
+        reverse passes), from :func:`colour_columns` of ``pattern`` or of its transpose; for a
+        symmetric pattern, a star colouring (``by="symmetric"``, direct recovery) or an acyclic one
+        (``by="acyclic"``, recovery by substitution).  ``valid`` tells whether every nonzero can
+        be read back.
     """
 
     def __init__(self, pattern, colours: np.ndarray, by: str = "columns"):
-        if by not in ("columns", "rows", "symmetric"):
-            raise ValueError(f"by must be 'columns', 'rows' or 'symmetric'; got {by!r}")
+        if by not in ("columns", "rows", "symmetric", "acyclic"):
+            raise ValueError(f"by must be 'columns', 'rows', 'symmetric' or 'acyclic'; got {by!r}")
         csr = pattern.tocsr()
         csr.sort_indices()
         self.shape, self.by = csr.shape, by
@@ -160,7 +180,12 @@ class Recovery:
         cols = csr.indices.astype(np.int64)
         # flat position of each nonzero in the C-ordered compressed array
         self.valid = True
-        if by == "columns":
+        self.plan = None
+        if by == "acyclic":  # substitution along two-coloured trees (see .acyclic)
+            self.plan = substitution_plan(csr, self.colours)
+            self.valid = self.plan is not None
+            self.take = None
+        elif by == "columns":
             self.take = self.colours[cols] * csr.shape[0] + rows
         elif by == "rows":
             self.take = self.colours[rows] * csr.shape[1] + cols
@@ -188,4 +213,6 @@ class Recovery:
 
     def data(self, compressed: np.ndarray) -> np.ndarray:
         """CSR data from the compressed product (C order, ncolours leading)."""
+        if self.by == "acyclic":
+            return substitute(self.plan, np.asarray(compressed).reshape(self.ncolours, self.shape[0]), self.nnz)
         return np.ascontiguousarray(compressed).reshape(-1)[self.take]
