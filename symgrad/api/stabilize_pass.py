@@ -51,6 +51,32 @@ def _region_size(g: Graph, root: int, limit: int) -> int:
     return size
 
 
+def region_sizes(g: Graph, roots: list[int], limit: int) -> dict[int, int]:
+    """``{root: number of elementwise ops in its region}`` (as :func:`_region_size`, sizes past
+    ``limit`` reported as ``limit + 1``), for many roots in one bottom-up pass: a node's region is
+    itself and its region-op arguments' regions, kept as sets while they have at most ``limit``
+    ops, so each node is visited once however many regions contain it."""
+    nodes = g.nodes
+    regions: dict[int, frozenset | None] = {}  # None: more than ``limit`` ops
+    for nid in g.ancestors(roots):
+        node = nodes[nid]
+        if node.op not in _REGION_OPS:
+            continue
+        acc = {nid}
+        for a in node.args:
+            if nodes[a].op in _REGION_OPS:
+                sub = regions[a]
+                if sub is None:
+                    acc = None
+                    break
+                acc |= sub
+                if len(acc) > limit:
+                    acc = None
+                    break
+        regions[nid] = None if acc is None else frozenset(acc)
+    return {r: (limit + 1 if regions.get(r, frozenset()) is None else len(regions.get(r, ()))) for r in roots}
+
+
 # ops a stabiliser region is made of: elementwise, with a SymPy form
 _REGION_OPS = frozenset(name for name, op in REGISTRY.items()
                         if op.elementwise and op.sympy is not None and name != "stop_gradient")
@@ -186,9 +212,10 @@ def _candidates(g: Graph, roots: list[int], names: dict, header: list[str], dead
     """(root, name, expr, leaves) of every searchable region; notes the others in ``header`` (outputs)
     or above their statement (intermediates, which have no name a reader could find in a header)."""
     out, big = [], []
+    sizes = region_sizes(g, roots, MAX_REGION_NODES)
     for root in roots:
         name = names.get(root, f"an intermediate (graph node {root})")
-        if _region_size(g, root, MAX_REGION_NODES) > MAX_REGION_NODES:
+        if sizes[root] > MAX_REGION_NODES:
             if root in names:
                 big.append(name)
             else:

@@ -54,6 +54,8 @@ def _opcode_names() -> list[str]:
 
 OPCODES: list[str] = _opcode_names()
 OPCODE = {name: k for k, name in enumerate(OPCODES)}
+# elementwise ops whose scalar nodes are one instruction on their arguments' registers as they are
+_PLAIN_SCALAR = {name: OPCODE[name] for name in OPCODES if name in REGISTRY and name != "pow"}
 
 
 class NotLowerable(Exception):
@@ -145,11 +147,20 @@ def build_tape(g: Graph, args, outputs, widen_float32: bool = False) -> Tape | N
         block = np.arange(start, start + size, dtype=np.int64)
         in_slots.append(block)
         regs[a.node] = start if a.shape == () else block.reshape(a.shape)
+    nodes, code = g.nodes, b.code
     try:
         for nid in order:
             if nid in regs or nid in absorbed:
                 continue
-            node = g[nid]
+            node = nodes[nid]
+            opcode = _PLAIN_SCALAR.get(node.op)
+            if opcode is not None and node.shape == ():  # the common case, inline: one instruction
+                out = b.n_work
+                b.n_work += 1
+                ops = [regs[a] for a in node.args]
+                code.append((opcode, out, *ops, *(0,) * (3 - len(ops))))
+                regs[nid] = out
+                continue
             if nid in sums:
                 regs[nid] = _scatter_sum(b, g, node, sums[nid], regs)
             else:
@@ -409,9 +420,16 @@ def _scatter_sum(b: _Builder, g: Graph, node, scatters: list[int], regs):
     acc = np.full(node.shape, b.const(0.0), dtype=np.int64)
     positions = np.arange(acc.size).reshape(node.shape)
     flat = acc.reshape(-1)
+    add = OPCODE["add"]
     for sid in scatters:
         s = g[sid]
         index, shape = s.params
+        if len(index) == len(shape) and all(type(i) is int for i in index):  # one element: x_bar[i] += v
+            pos = int(np.ravel_multi_index(tuple(i % d for i, d in zip(index, shape)), shape))
+            out = b.fresh()
+            b.code.append((add, out, int(flat[pos]), int(regs[s.args[0]]), 0))
+            flat[pos] = out
+            continue
         where = np.array(positions[index_to_python(index)])
         value = np.broadcast_to(_arr(regs[s.args[0]]), where.shape)
         for pos, v in zip(where.reshape(-1), value.reshape(-1)):
