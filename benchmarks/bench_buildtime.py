@@ -208,6 +208,7 @@ def worker(peer, H, D, repeats):
         if entry.tier == "interpreter":  # calls while Numba compiles in a child process
             number = max(1, int(2e-3 / max(min(timeit.repeat(lambda: fn(p), number=1, repeat=3)), 1e-7)))
             out["interp_eval_s"] = statistics.median(timeit.repeat(lambda: fn(p), number=number, repeat=repeats)) / number
+        print(json.dumps(out), flush=True)  # the first-result figures, should the compile outlast the timeout
         fn.wait_compiled()
         out["compiled_s"] = time.perf_counter() - t0
         if peer == "symgrad":
@@ -227,7 +228,11 @@ def run_worker(peer, H, D, timeout, repeats, **extra_env):
            "--repeats", str(repeats)]
     try:
         r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
-    except subprocess.TimeoutExpired:
+    except subprocess.TimeoutExpired as exc:
+        partial = exc.stdout.decode() if isinstance(exc.stdout, bytes) else (exc.stdout or "")
+        lines = [ln for ln in partial.splitlines() if ln.startswith("{")]
+        if lines:  # the first result came; the compiled tier did not finish in time
+            return {**json.loads(lines[-1]), "compiled_timed_out": timeout}
         return {"peer": peer, "H": H, "D": D, "timed_out": timeout}
     for line in reversed(r.stdout.splitlines()):
         if line.startswith("{"):
@@ -254,6 +259,8 @@ def cell(r, key):
         return f"error: {r['error']}"
     if r.get("relerr", 1.0) > 1e-10:
         return f"WRONG (rel. err {r['relerr']:.1e})"
+    if key in ("compiled_s", "eval_s") and "compiled_timed_out" in r:
+        return f"> {r['compiled_timed_out']:.0f} s (stopped)"
     return fmt(r.get(key))
 
 
