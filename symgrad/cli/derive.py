@@ -47,14 +47,37 @@ class Derivation:
     definitions: list = field(default_factory=list)  # (user variable name, SymPy value) used in the formulas
 
 
-def _rewrites(kernel) -> dict:
-    """Output name -> its :class:`Rewrite` s, from the kernel's rewrite records."""
+def _rewrites(kernel, named) -> dict:
+    """Output name -> its :class:`Rewrite` s, from the kernel's rewrite records (``named``: the
+    user's variables put back into an expression, see :func:`_with_names`)."""
     out: dict[str, list[Rewrite]] = {}
     for name, r in kernel.rewrites:
         bits = ", ".join(f"{dt} {r.bits[dt][0]:.1f} -> {r.bits[dt][2]:.1f}" for dt in ("float64", "float32")
                          if dt in r.bits)
-        out.setdefault(name, []).append(Rewrite(r.name, f"{r.before} -> {r.after}", bits, r.regime or ""))
+        before, after = (named(e) if hasattr(e, "subs") else e for e in (r.before, r.after))
+        out.setdefault(name, []).append(Rewrite(r.name, f"{before} -> {after}", bits, r.regime or ""))
     return out
+
+
+def _with_names(expr, defs, sp):
+    """``expr`` with the user's named values (``inner = ...``; ``defs`` in definition order) written
+    as their names again, also where the stabiliser expanded or scaled them (``-2*inner``): the
+    formulas read in the user's variables, as the function does."""
+    if not defs or not hasattr(expr, "subs"):
+        return expr
+    full, syms = {}, {}
+    for name, value in defs:  # each value in terms of the arguments only
+        syms[name] = sp.Symbol(name, real=True)
+        full[name] = value.subs({syms[n]: full[n] for n in full}) if hasattr(value, "subs") else value
+    for name in reversed(list(full)):  # later (larger) values first
+        value = full[name]
+        if not hasattr(value, "free_symbols") or not value.free_symbols:
+            continue
+        for k in (1, -1, 2, -2):
+            expanded = sp.expand(k * value)
+            for form in dict.fromkeys((k * value, expanded, sp.factor_terms(expanded))):
+                expr = expr.subs(form, k * syms[name])
+    return expr
 
 
 def _label(kind: str, fname: str, out: str, order: int, tangents=()) -> str:
@@ -107,26 +130,28 @@ def derive(fn, kind: str, *, wrt: str | None = None, signature: str | None = Non
     notes = [line.removeprefix("stabilize: ") for line in b.stabilizer_notes]
     if stabilize:
         notes.insert(0, f"{kernel.stabilize_cpu_s:.2f} s CPU spent (budget {budget:g} s)")
-    rewrites = _rewrites(kernel)
     env = {a.node: symbols_for(a.name, a.shape) for a in kernel.args}
     extra = [(a.name, to_sympy(env[a.node])) for a in kernel.args if a.node not in p.inputs]
     # the user's variables (`inner = ...`) stay names in the formulas and are printed once
     named = {n: v for n, v in user_variables(g, p.outputs, p.arg_names).items() if n not in p.outputs}
     names = {n: sp.Symbol(v, real=True) for n, v in named.items()}
     defs = [(v, _simplify(e, sp) if simplify else e) for v, e in definitions(g, named, env, names)]
+    rewrites = _rewrites(kernel, lambda e: _with_names(e, defs, sp))
 
-    def closed(nodes):
+    def closed(nodes, rename=False):
         vals = [to_sympy(v) for v in evaluate(g, nodes, {**env, **names}, mode="sympy")]
+        if rename:  # nodes the stabiliser rebuilt: the user's names put back, before and after simplifying
+            vals = [_with_names(v, defs, sp) for v in vals]
         if simplify:
             vals = [_simplify(v, sp) for v in vals]
-        return vals
+        return [_with_names(v, defs, sp) for v in vals] if rename else vals
 
     outputs = []
     with progress.stage("differentiate", "closed forms"):
         derived = closed(derived_nodes)
         stable_nodes = [o.node for o in kernel.outputs]
-        changed = [i for i, (a, b) in enumerate(zip(derived_nodes, stable_nodes)) if a != b]
-        stable = dict(zip(changed, closed([stable_nodes[i] for i in changed])))
+        changed = [i for i, (d, st) in enumerate(zip(derived_nodes, stable_nodes)) if d != st]
+        stable = dict(zip(changed, closed([stable_nodes[i] for i in changed], rename=True)))
         for i, o in enumerate(kernel.outputs):
             if kind == "jvp" and not o.name.endswith("_dot"):
                 continue  # the primal output; printed as the function
