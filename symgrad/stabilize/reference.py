@@ -7,6 +7,12 @@ stable answer.  The working precision starts from the dynamic range of the
 inputs and is raised until two consecutive precisions round to the same
 float, as Herbie does with its ground-truth evaluation.
 
+:func:`reference_values` first evaluates the expression at all points at once in
+double-double arithmetic with a running error bound (:mod:`.ddeval`); the points where
+that bound proves the rounding take that value (the same float), and only the others
+(cancellation beyond 106 bits, huge arguments, NaN, ops without a double-double routine)
+go through mpmath.  ``SYMGRAD_STABILIZE_DD=0`` in the environment turns the first pass off.
+
 References:
     Panchekha, Sanchez-Stern, Wilcox & Tatlock (2015), "Automatically improving
     accuracy for floating point expressions", PLDI (Herbie), sec. 4.1.
@@ -14,6 +20,7 @@ References:
 """
 from __future__ import annotations
 
+import os
 from typing import Callable, Sequence
 
 import mpmath
@@ -23,6 +30,7 @@ import sympy as sp
 from symgrad.ir.ops import sympy_functions, sympy_relations
 
 from .budget import check_deadline
+from .ddeval import compile_dd, round_certified
 from .numeric import _once_per_env
 
 __all__ = ["compile_mpmath", "round_to", "reference_values", "MAX_PREC"]
@@ -325,14 +333,38 @@ def compile_mpmath(expr: sp.Expr, variables: Sequence[sp.Symbol]) -> Callable[[S
 
     Errors (division by zero, domain errors) return ``mpmath.nan``.
     """
-    core = _compile(sp.sympify(expr), {v: i for i, v in enumerate(variables)})
+    expr = sp.sympify(expr)
+    core = _compile(expr, {v: i for i, v in enumerate(variables)})
 
     def f(args):
         try:
             return core(list(args))  # a new env: values are cached per env
         except (ZeroDivisionError, ValueError, OverflowError, TypeError):
             return mpmath.nan
+    f.expr, f.variables = expr, tuple(variables)  # for the double-double first pass
     return f
+
+
+# The double-double first pass of reference_values (see .ddeval); SYMGRAD_STABILIZE_DD=0 turns it
+# off (benchmarks/bench_stability.py compares the two on the same machine state).
+DOUBLE_DOUBLE = os.environ.get("SYMGRAD_STABILIZE_DD", "1") != "0"
+
+
+def _dd_first(fn, X: np.ndarray, dt):
+    """``(values, certified)`` of ``fn``'s expression at the rows of ``X`` by the double-double
+    evaluator, or None (turned off, no expression attached, or an op without a routine)."""
+    if not DOUBLE_DOUBLE or not len(X) or getattr(fn, "expr", None) is None:
+        return None
+    ev = getattr(fn, "dd", None)
+    if ev is None:
+        try:
+            ev = compile_dd([fn.expr], fn.variables)
+        except NotImplementedError:
+            ev = False
+        fn.dd = ev
+    if ev is False:
+        return None
+    return round_certified(ev(X)[0], dt)
 
 
 def round_to(value, dtype) -> float:
@@ -395,7 +427,14 @@ def reference_values(fn, X: np.ndarray, dtype) -> np.ndarray:
     """
     dt = np.dtype(dtype)
     out = np.empty(X.shape[0], dtype=dt)
-    for i, row in enumerate(X):
+    rows = range(X.shape[0])
+    check_deadline()
+    first = _dd_first(fn, X, dt)
+    if first is not None:  # certified double-double values; mpmath only for the other rows
+        out[first[1]] = first[0][first[1]]
+        rows = np.flatnonzero(~first[1])
+    for i in rows:
+        row = X[i]
         check_deadline()  # the program's stabiliser budget (see .budget); no-op outside one
         p = _start_prec(row, dt)
         args = [mpmath.mpf(float(v)) for v in row]
