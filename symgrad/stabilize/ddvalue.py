@@ -245,10 +245,17 @@ def log(x: XD) -> XD:
         y0 = np.log(mh)
         dh, dl = D.two_sum(mh - 1.0, ml)
         Eh, El = D.expm1_small(y0, np.zeros(n))
-        ch, _ = D.add(dh, dl, -Eh, -El)
-        c = ch * np.exp(-y0)
-        lh, ll = D.two_sum(y0, c)
-        err = np.abs(y0) * 2.0 ** -90
+        # c = m e^-y0 - 1 = (m - 1 - expm1(y0)) / (1 + expm1(y0)), in double-double: c is not small
+        # against y0 when m ~ 1 (y0 = log(1.0) = 0 while m = 1 + 2^-60 has log m = 2^-60)
+        nh, nl = D.add(dh, dl, -Eh, -El)
+        gh, gl = D.add(Eh, El, 1.0, 0.0)
+        ch, cl = D.div(nh, nl, gh, gl)
+        # log m = y0 + log1p(c) = y0 + c - c^2/2 + O(c^3), |c| <~ 2^-52
+        qh, ql = D.mul(ch, cl, ch, cl)
+        lh, ll = D.add(ch, cl, -0.5 * qh, -0.5 * ql)
+        lh, ll = D.add(lh, ll, y0, 0.0)
+        ac = np.abs(ch)
+        err = np.abs(y0) * 2.0 ** -90 + ac * 2.0 ** -99 + ac ** 3 * 0.34
         # + e ln2 (|e| < 2^31: each e * piece exact)
         for p in D.LN2_PARTS:
             lh, ll = D.add(lh, ll, e * p, 0.0)
