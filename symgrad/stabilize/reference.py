@@ -33,7 +33,7 @@ from .budget import check_deadline
 from .ddeval import compile_dd, round_certified
 from .numeric import _once_per_env
 
-__all__ = ["compile_mpmath", "round_to", "reference_values", "MAX_PREC"]
+__all__ = ["compile_mpmath", "round_to", "reference_values", "reference_values_many", "MAX_PREC"]
 
 # Summed cancellation of two chained float64-range cancellations (2 x ~2100 bits).
 # Precision reached by doubling / total-cancellation jumps is SOFT_MAX_PREC; MAX_PREC only
@@ -348,12 +348,15 @@ def compile_mpmath(expr: sp.Expr, variables: Sequence[sp.Symbol]) -> Callable[[S
 # The double-double first pass of reference_values (see .ddeval); SYMGRAD_STABILIZE_DD=0 turns it
 # off (benchmarks/bench_stability.py compares the two on the same machine state).
 DOUBLE_DOUBLE = os.environ.get("SYMGRAD_STABILIZE_DD", "1") != "0"
+# Below this many points the vectorised pass costs more than mpmath (its cost is a fixed number of
+# NumPy calls per operation, about 1-2 ms per exp or sin whatever the size; mpmath ~50 us per point).
+DD_MIN_ROWS = int(os.environ.get("SYMGRAD_STABILIZE_DD_MIN_ROWS", "24"))
 
 
 def _dd_first(fn, X: np.ndarray, dt):
     """``(values, certified)`` of ``fn``'s expression at the rows of ``X`` by the double-double
     evaluator, or None (turned off, no expression attached, or an op without a routine)."""
-    if not DOUBLE_DOUBLE or not len(X) or getattr(fn, "expr", None) is None:
+    if not DOUBLE_DOUBLE or len(X) < DD_MIN_ROWS or getattr(fn, "expr", None) is None:
         return None
     ev = getattr(fn, "dd", None)
     if ev is None:
@@ -475,6 +478,37 @@ def reference_values(fn, X: np.ndarray, dtype) -> np.ndarray:
                 break
             p = min(max(2 * p, need), MAX_PREC if p >= SOFT_MAX_PREC else SOFT_MAX_PREC)
         out[i] = res
+    return out
+
+
+def reference_values_many(exprs: Sequence[sp.Expr], variables: Sequence[sp.Symbol], X: np.ndarray,
+                          dtype) -> list[np.ndarray]:
+    """:func:`reference_values` of several expressions at the same points, with *one*
+    double-double evaluation of their shared DAG (subexpressions common to several of them
+    are evaluated once, for all points); mpmath only for the points it does not certify.
+    An expression with an op that has no double-double routine goes through mpmath alone."""
+    dt = np.dtype(dtype)
+    fns = [compile_mpmath(e, variables) for e in exprs]
+    first = [None] * len(exprs)
+    if DOUBLE_DOUBLE and len(X) and exprs:
+        check_deadline()
+        try:
+            vals = compile_dd(exprs, variables)(X)
+            first = [round_certified(v, dt) for v in vals]
+        except NotImplementedError:
+            pass
+    out = []
+    for fn, fi in zip(fns, first):
+        if fi is None:
+            fn.dd = False  # already known: no double-double pass inside reference_values
+            out.append(reference_values(fn, X, dt))
+            continue
+        ref = fi[0].copy()
+        miss = ~fi[1]
+        if miss.any():
+            fn.dd = False
+            ref[miss] = reference_values(fn, X[miss], dt)
+        out.append(ref)
     return out
 
 

@@ -192,6 +192,17 @@ def test_reference_values_are_the_same_with_and_without_the_first_pass(monkeypat
     np.testing.assert_array_equal(with_dd, without)
 
 
+def test_reference_values_many_shares_one_pass_and_agrees(monkeypatch):
+    """The subexpressions of a derivative (what localisation needs) in one double-double pass."""
+    e = sp.diff(x * sp.tanh(sp.log(1 + E(x))), x, 2)
+    nodes = [n for n in sp.preorder_traversal(e) if isinstance(n, sp.Expr) and n.free_symbols and n != x]
+    X = sample_points([x], None, "float32", 48, np.random.default_rng(4))
+    many = R.reference_values_many(nodes, [x], X, "float32")
+    monkeypatch.setattr(R, "DOUBLE_DOUBLE", False)
+    for node, got in zip(nodes, many):
+        np.testing.assert_array_equal(got, reference_values(compile_mpmath(node, [x]), X, "float32"))
+
+
 def test_rounding_is_not_certified_at_a_tie_or_across_a_power_of_two():
     # 1 + 2^-53 lies exactly between two float64: a tie (mpmath rounds to even) is never certified
     tie = V.XD.make(np.array([1.0]), np.array([2.0 ** -53]), np.zeros(1, np.int64), np.zeros(1))
