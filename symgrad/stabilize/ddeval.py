@@ -52,7 +52,7 @@ def _sigmoid(x: XD) -> XD:
     w = V.exp(-V.absolute(x))  # <= 1
     pos = one / (one + w)
     neg = w / (one + w)
-    return where_sure(s >= 0, pos, neg, sure)
+    return _where_sure(s >= 0, pos, neg, sure)
 
 
 def _softplus(x: XD) -> XD:
@@ -76,7 +76,7 @@ def _tanh(x: XD) -> XD:
     w = V.exp(-(V.absolute(x).scale2(1)))
     big = (one - w) / (one + w)
     big = V.where(s < 0, -big, big)
-    return where_sure(x.e <= 0, small, big, sure | (x.e <= 0))
+    return _where_sure(x.e <= 0, small, big, sure | (x.e <= 0))
 
 
 def _sinh(x: XD) -> XD:
@@ -95,14 +95,14 @@ def _tan(x: XD) -> XD:
     return V.sin(x) / V.cos(x)
 
 
-def where_sure(mask, a: XD, b: XD, sure) -> XD:
+def _where_sure(mask, a: XD, b: XD, sure) -> XD:
     return V.where(mask, a, b).untrusted(~sure)
 
 
 def _maxx(a: XD, b: XD, lo: bool = False) -> XD:
     s, sure = (a - b).sign()
     pick_a = s <= 0 if lo else s >= 0
-    return where_sure(pick_a, a, b, sure)
+    return _where_sure(pick_a, a, b, sure)
 
 
 _UNARY = {"exp": V.exp, "log": V.log, "log1p": V.log1p, "expm1": V.expm1, "sin": V.sin, "cos": V.cos,

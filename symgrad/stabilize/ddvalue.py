@@ -380,11 +380,7 @@ def atan(x: XD) -> XD:
     return where((x.h == 0) & (x.r == 0), x, out)
 
 
-def sign_of(x: XD):
-    """(sign as float array, certain)."""
-    return x.sign()
-
-
 def absolute(x: XD) -> XD:
+    """|x| (exact)."""
     neg = x.h < 0
     return XD(np.where(neg, -x.h, x.h), np.where(neg, -x.l, x.l), x.e, x.r)
