@@ -2,14 +2,19 @@
 
 For each expression and each partial derivative: naive vs stabilised mean/max
 bits of error in float64 and float32 (same sample points, mpmath references),
-NaN/inf counts where the reference is finite, and stabilize() time.  The suite: the
+NaN/inf counts where the reference is finite, and stabilize() time.  Where JAX is installed,
+a JAX column gives the same measure for the formula as written evaluated by ``jax.jit`` (f)
+and for ``jax.grad`` of it (each partial), in x64 for float64 and in float32 for float32: what
+a JAX user gets from the naive formula (XLA's own exp/log/tanh included).  The suite: the
 original 42 expressions, the textbook cancellation problems of Hamming's chapter 3
 (as collected by Herbie/FPBench), machine-learning activations and losses, and physics
 and statistics formulas (101 expressions).  The summary also counts the cases that are
 worse than the naive formula on a fresh sample (issue 16's never-worse criterion).
 Writes ``benchmarks/results/stability.md``.
 
-Run: ``python benchmarks/bench_stability.py [--n 256] [--budget 2.0] [--original]``
+Run: ``python benchmarks/bench_stability.py [--n 256] [--budget 2.0] [--original] [--no-jax]``.
+``SYMGRAD_STABILIZE_DD=0`` turns off the stabiliser's double-double reference pass, to
+compare its CPU time with and without it on the same machine state.
 """
 from __future__ import annotations
 
@@ -149,7 +154,30 @@ SUITE = [
 ]
 
 
+def _jax():
+    """jax.numpy with x64 enabled, or None when JAX is not installed (the column is skipped)."""
+    try:
+        import jax
+    except ImportError:
+        return None
+    jax.config.update("jax_enable_x64", True)
+    return jax
+
+
+def jax_values(jax, f, vs, part, X, dt):
+    """JAX's values at the rows of ``X``: ``jax.jit`` of the formula as written (part ``f``) or
+    of ``jax.grad`` of it (part ``d/dv``), vectorised with ``jax.vmap``, in ``dt`` arithmetic
+    (float64 with x64 enabled; float32 inputs keep float32, Python constants are weakly typed)."""
+    fn = sp.lambdify(vs, f, modules="jax")
+    if part != "f":
+        fn = jax.grad(fn, argnums=[str(v) for v in vs].index(part[3:]))
+    g = jax.jit(jax.vmap(fn))
+    out = g(*[X[:, j].astype(dt) for j in range(len(vs))])
+    return np.asarray(out, dtype=dt)
+
+
 N_ORIGINAL = 42  # the suite's first 42 expressions: the set measured before issue 16 (compare like with like)
+ORIGINAL_NAMES = {c[0] for c in SUITE[:N_ORIGINAL]}
 TWO_ULPS = float(np.log2(3.0))
 
 
@@ -164,11 +192,13 @@ def _fresh_worse(e, vs, dom, res, dt, n):
     return bool(sb.mean() > nb.mean() + 0.5 or np.any((nb <= 1.0) & (sb > TWO_ULPS + 1e-9)))
 
 
-def run(n: int, budget: float, out: str, suite=None):
+def run(n: int, budget: float, out: str, suite=None, use_jax: bool = True):
+    jax = _jax() if use_jax else None
     rows, summary, times, wall = [], [], [], []
+    jax_cells: list = []  # (naive mean, stable mean, jax mean, jax bad points, stable max, jax max)
     n_timed = 0
     fresh_worse: list[str] = []
-    for k_expr, (name, f, vs, dom) in enumerate(SUITE if suite is None else suite):
+    for name, f, vs, dom in (SUITE if suite is None else suite):
         parts = [("f", f)] + [(f"d/d{v}", sp.diff(f, v)) for v in vs]
         for part, e in parts:
             t0 = time.perf_counter()
@@ -181,20 +211,31 @@ def run(n: int, budget: float, out: str, suite=None):
             dt_s = res.seconds  # CPU seconds, what the budget caps
             times.append(dt_s)
             n_timed += int(res.timed_out)
-            cells = []
+            cells, jcells = [], []
             for dt in ("float64", "float32"):
                 s = make_sample(e, vs, dt, domain=dom, n=n)
                 nb, sb = point_bits(e, vs, s), ulp_bits(res.evaluate(vs, s.X, dt), s.ref)  # as the kernel computes
+                if jax is not None and len(s.X):
+                    try:
+                        jb = ulp_bits(jax_values(jax, f, vs, part, s.X, dt), s.ref)
+                        jcells.append(f"{jb.mean():.2f} / {jb.max():.1f}")
+                        jax_cells.append((nb.mean(), sb.mean(), jb.mean(), int((jb >= 31.99).sum()), sb.max(),
+                                          jb.max()))
+                    except Exception as exc:  # noqa: BLE001 - a formula JAX cannot run: say so in the cell
+                        jcells.append(f"error: {type(exc).__name__}")
                 cells.append((nb.mean(), nb.max(), sb.mean(), sb.max(), int((nb >= 31.99).sum()),
                               int((sb >= 31.99).sum())))
-                summary.append((nb.mean(), sb.mean(), nb.max(), sb.max(), cells[-1][5], k_expr < N_ORIGINAL))
+                summary.append((nb.mean(), sb.mean(), nb.max(), sb.max(), cells[-1][5], name in ORIGINAL_NAMES))
                 if _fresh_worse(e, vs, dom, res, dt, n // 2):
                     fresh_worse.append(f"{name} {part} {dt}")
             c64, c32 = cells
             expr_s = str(res.expr).replace("|", "\\|") + (" [f32 in float64]" if res.widen_float32 else "")
             expr_s = expr_s if len(expr_s) < 90 else expr_s[:87] + "..."
+            jcol = " | ".join(jcells) + " | " if jax is not None else ""
+            if jax is not None and len(jcells) < 2:
+                jcol = " | ".join(jcells + [""] * (2 - len(jcells))) + " | "
             rows.append(f"| {name} | {part} | {c64[0]:.2f} / {c64[1]:.1f} | {c64[2]:.2f} / {c64[3]:.1f} | "
-                        f"{c32[0]:.2f} / {c32[1]:.1f} | {c32[2]:.2f} / {c32[3]:.1f} | {c64[5] + c32[5]} | "
+                        f"{c32[0]:.2f} / {c32[1]:.1f} | {c32[2]:.2f} / {c32[3]:.1f} | {jcol}{c64[5] + c32[5]} | "
                         f"{dt_s:.2f}{'*' if res.budget_exhausted else ''}{'T' if res.timed_out else ''} ({res.work}) | "
                         f"`{expr_s}` |")
             print(rows[-1], flush=True)
@@ -222,15 +263,35 @@ def run(n: int, budget: float, out: str, suite=None):
         f"**Never worse on fresh points** (seed 1, {n // 2} points per dtype; mean more than 0.5 bit above the "
         f"naive formula, or a point where the naive formula is within 1 ulp and the kernel beyond 2 ulps): "
         f"{len(fresh_worse)} of {len(S)} cases" + (": " + "; ".join(fresh_worse) if fresh_worse else "") + ".", "",
+    ] + _jax_summary(jax, jax_cells) + [
         "Bits of error = log2(1 + ulps between result and correctly rounded reference); "
         "columns give mean / max. 'bad' = points at the maximum (NaN/inf/overflow) after stabilisation.", "",
+    ] + ([
+        "| expression | part | f64 naive | f64 stable | f32 naive | f32 stable | f64 JAX | f32 JAX | bad | time s | chosen |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ] if jax is not None else [
         "| expression | part | f64 naive | f64 stable | f32 naive | f32 stable | bad | time s | chosen |",
         "|---|---|---|---|---|---|---|---|---|",
-    ]
+    ])
     os.makedirs(os.path.dirname(out), exist_ok=True)
     with open(out, "w") as fh:
         fh.write("\n".join(head + rows) + "\n")
-    print("\n".join(head[:8]))
+    print("\n".join(head[:10]))
+
+
+def _jax_summary(jax, cells) -> list[str]:
+    if jax is None:
+        return ["**JAX column**: skipped (JAX is not installed).", ""]
+    if not cells:
+        return []
+    J = np.array(cells, dtype=float)
+    return [f"**Side by side with JAX {jax.__version__}** ({len(J)} cases; f by `jax.jit` of the formula as "
+            f"written, partials by `jax.grad` of it; x64 for float64): mean bits naive {J[:, 0].mean():.2f}, JAX "
+            f"{J[:, 2].mean():.2f}, symgrad stabilised {J[:, 1].mean():.2f}; cases with mean < 1 bit: JAX "
+            f"{(J[:, 2] < 1).sum()}, symgrad {(J[:, 1] < 1).sum()}; cases with NaN/inf-level errors: JAX "
+            f"{(J[:, 3] > 0).sum()}; symgrad worse than JAX on mean by more than 0.5 bit: "
+            f"{(J[:, 1] > J[:, 2] + 0.5).sum()}, better by more than 0.5 bit: {(J[:, 1] < J[:, 2] - 0.5).sum()}; "
+            f"average max bits JAX {J[:, 5].mean():.1f}, symgrad {J[:, 4].mean():.1f}.", ""]
 
 
 if __name__ == "__main__":
@@ -240,5 +301,11 @@ if __name__ == "__main__":
     ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "results", "stability.md"))
     ap.add_argument("--original", action="store_true",
                     help=f"only the first {N_ORIGINAL} expressions (the suite before issue 16), to compare like with like")
+    ap.add_argument("--no-jax", action="store_true", help="skip the JAX column")
+    ap.add_argument("--only", default=None, help="comma-separated expression names (a quick partial run)")
     args = ap.parse_args()
-    run(args.n, args.budget, args.out, SUITE[:N_ORIGINAL] if args.original else None)
+    suite = SUITE[:N_ORIGINAL] if args.original else SUITE
+    if args.only:
+        keep = set(args.only.split(","))
+        suite = [c for c in suite if c[0] in keep]
+    run(args.n, args.budget, args.out, suite, use_jax=not args.no_jax)

@@ -28,6 +28,8 @@ SUITES = [("summary.md", "Targets at a glance"),
           ("core.md", "Core: throughput, call latency, build time, disk cache (issue 2)"),
           ("mlp_batch.md", "MLP loss over a minibatch: gradient vs forward (issue 2)"),
           ("stability.md", "Numerical stabilisation: bits of error, naive vs stabilised (issue 4)"),
+          ("stability_issue16.md", "Stable forms beyond Herbie: never worse, across reductions, double-double "
+                                   "references, JAX column (issue 16)"),
           ("aot.md", "Ahead-of-time modules: first-call time (issue 5)"),
           ("memory.md", "Memory: elementwise calls over 10^8 points allocate only their outputs (issue 8)"),
           ("peers.md", "Against peers: JAX, PyTensor, CasADi, autograd, SymPy, hand-written Numba (issue 7)"),

@@ -19,7 +19,7 @@ import sympy as sp
 
 from .accuracy import Sample, ulp_bits
 from .numeric import compile_numpy
-from .reference import compile_mpmath, reference_values
+from .reference import compile_mpmath, reference_values, reference_values_many
 
 __all__ = ["inner_nodes", "local_errors"]
 
@@ -65,6 +65,11 @@ def local_errors(expr: sp.Expr, variables: Sequence[sp.Symbol], sample: Sample, 
         return []
     X = sample.X[idx]
     exact: dict = {}
+    # every node and child that needs a reference, in one shared double-double pass (see
+    # reference_values_many); mpmath only where that pass does not certify the rounding
+    need = list(dict.fromkeys(n for node in inner_nodes(expr) for n in (node, *node.args)
+                              if isinstance(n, sp.Expr) and n.free_symbols and n not in variables))
+    exact.update(zip(need, reference_values_many(need, variables, X, sample.dtype)))
 
     def exact_of(node):
         if node not in exact:

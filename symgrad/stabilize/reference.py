@@ -7,6 +7,12 @@ stable answer.  The working precision starts from the dynamic range of the
 inputs and is raised until two consecutive precisions round to the same
 float, as Herbie does with its ground-truth evaluation.
 
+:func:`reference_values` first evaluates the expression at all points at once in
+double-double arithmetic with a running error bound (:mod:`.ddeval`); the points where
+that bound proves the rounding take that value (the same float), and only the others
+(cancellation beyond 106 bits, huge arguments, NaN, ops without a double-double routine)
+go through mpmath.  ``SYMGRAD_STABILIZE_DD=0`` in the environment turns the first pass off.
+
 References:
     Panchekha, Sanchez-Stern, Wilcox & Tatlock (2015), "Automatically improving
     accuracy for floating point expressions", PLDI (Herbie), sec. 4.1.
@@ -14,6 +20,7 @@ References:
 """
 from __future__ import annotations
 
+import os
 from typing import Callable, Sequence
 
 import mpmath
@@ -23,9 +30,10 @@ import sympy as sp
 from symgrad.ir.ops import sympy_functions, sympy_relations
 
 from .budget import check_deadline
+from .ddeval import compile_dd, round_certified
 from .numeric import _once_per_env
 
-__all__ = ["compile_mpmath", "round_to", "reference_values", "MAX_PREC"]
+__all__ = ["compile_mpmath", "round_to", "reference_values", "reference_values_many", "MAX_PREC"]
 
 # Summed cancellation of two chained float64-range cancellations (2 x ~2100 bits).
 # Precision reached by doubling / total-cancellation jumps is SOFT_MAX_PREC; MAX_PREC only
@@ -325,14 +333,41 @@ def compile_mpmath(expr: sp.Expr, variables: Sequence[sp.Symbol]) -> Callable[[S
 
     Errors (division by zero, domain errors) return ``mpmath.nan``.
     """
-    core = _compile(sp.sympify(expr), {v: i for i, v in enumerate(variables)})
+    expr = sp.sympify(expr)
+    core = _compile(expr, {v: i for i, v in enumerate(variables)})
 
     def f(args):
         try:
             return core(list(args))  # a new env: values are cached per env
         except (ZeroDivisionError, ValueError, OverflowError, TypeError):
             return mpmath.nan
+    f.expr, f.variables = expr, tuple(variables)  # for the double-double first pass
     return f
+
+
+# The double-double first pass of reference_values (see .ddeval); SYMGRAD_STABILIZE_DD=0 turns it
+# off (benchmarks/bench_stability.py compares the two on the same machine state).
+DOUBLE_DOUBLE = os.environ.get("SYMGRAD_STABILIZE_DD", "1") != "0"
+# Below this many points the vectorised pass costs more than mpmath (its cost is a fixed number of
+# NumPy calls per operation, about 1-2 ms per exp or sin whatever the size; mpmath ~50 us per point).
+DD_MIN_ROWS = int(os.environ.get("SYMGRAD_STABILIZE_DD_MIN_ROWS", "24"))
+
+
+def _dd_first(fn, X: np.ndarray, dt):
+    """``(values, certified)`` of ``fn``'s expression at the rows of ``X`` by the double-double
+    evaluator, or None (turned off, no expression attached, or an op without a routine)."""
+    if not DOUBLE_DOUBLE or len(X) < DD_MIN_ROWS or getattr(fn, "expr", None) is None:
+        return None
+    ev = getattr(fn, "dd", None)
+    if ev is None:
+        try:
+            ev = compile_dd([fn.expr], fn.variables)
+        except NotImplementedError:
+            ev = False
+        fn.dd = ev
+    if ev is False:
+        return None
+    return round_certified(ev(X)[0], dt)
 
 
 def round_to(value, dtype) -> float:
@@ -395,7 +430,14 @@ def reference_values(fn, X: np.ndarray, dtype) -> np.ndarray:
     """
     dt = np.dtype(dtype)
     out = np.empty(X.shape[0], dtype=dt)
-    for i, row in enumerate(X):
+    rows = range(X.shape[0])
+    check_deadline()
+    first = _dd_first(fn, X, dt)
+    if first is not None:  # certified double-double values; mpmath only for the other rows
+        out[first[1]] = first[0][first[1]]
+        rows = np.flatnonzero(~first[1])
+    for i in rows:
+        row = X[i]
         check_deadline()  # the program's stabiliser budget (see .budget); no-op outside one
         p = _start_prec(row, dt)
         args = [mpmath.mpf(float(v)) for v in row]
@@ -436,6 +478,37 @@ def reference_values(fn, X: np.ndarray, dtype) -> np.ndarray:
                 break
             p = min(max(2 * p, need), MAX_PREC if p >= SOFT_MAX_PREC else SOFT_MAX_PREC)
         out[i] = res
+    return out
+
+
+def reference_values_many(exprs: Sequence[sp.Expr], variables: Sequence[sp.Symbol], X: np.ndarray,
+                          dtype) -> list[np.ndarray]:
+    """:func:`reference_values` of several expressions at the same points, with *one*
+    double-double evaluation of their shared DAG (subexpressions common to several of them
+    are evaluated once, for all points); mpmath only for the points it does not certify.
+    An expression with an op that has no double-double routine goes through mpmath alone."""
+    dt = np.dtype(dtype)
+    fns = [compile_mpmath(e, variables) for e in exprs]
+    first = [None] * len(exprs)
+    if DOUBLE_DOUBLE and len(X) and exprs:
+        check_deadline()
+        try:
+            vals = compile_dd(exprs, variables)(X)
+            first = [round_certified(v, dt) for v in vals]
+        except NotImplementedError:
+            pass
+    out = []
+    for fn, fi in zip(fns, first):
+        if fi is None:
+            fn.dd = False  # already known: no double-double pass inside reference_values
+            out.append(reference_values(fn, X, dt))
+            continue
+        ref = fi[0].copy()
+        miss = ~fi[1]
+        if miss.any():
+            fn.dd = False
+            ref[miss] = reference_values(fn, X[miss], dt)
+        out.append(ref)
     return out
 
 

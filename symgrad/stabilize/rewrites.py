@@ -288,6 +288,22 @@ def _pow_diff(node):
     return [(a - b) * (a + b), scaled]
 
 
+def _pow_exponent_offset(node):
+    """b**(u + k) -> b**k * exp(u log b) for an integer k != 0 and a non-constant u.
+
+    The exponent ``u + k`` is rounded before the power is taken, and the power turns the
+    exponent's absolute error into a relative error ``|log b|`` times larger: ``x**(x - 1)``
+    at x = 1e-6 (log x = -13.8) loses 14 ulps to the rounding of ``x - 1``.  ``b**k`` is an
+    integer power and ``u log b`` has no offset to round away.  (A plain ``b**u * b**k`` would be
+    merged back into ``b**(u + k)`` by SymPy.)"""
+    if not node.is_Pow or not node.exp.is_Add or node.base.is_Number or node.base is sp.E:
+        return []
+    k, u = node.exp.as_coeff_Add()
+    if not (k.is_Integer and k != 0) or u.is_Number:
+        return []
+    return [node.base ** k * sp.exp(u * sp.log(node.base))]
+
+
 RULES: list[Rewrite] = [
     Rewrite("log1p_from_log", _log1p, "log(1+u) loses the low bits of u when |u| << 1; log1p keeps them",
             "Goldberg 1991, Thm. 4", (sp.log(1 + x), {x: 1e-10}, "float64")),
@@ -334,6 +350,10 @@ RULES: list[Rewrite] = [
             "hypot one factor at a time keeps every intermediate <= |x|",
             "Higham 2002, sec. 27.8 (scaling to avoid overflow)",
             (x / (x**2 + y**2) ** sp.Rational(3, 2), {x: 1e120, y: 1e120}, "float64")),
+    Rewrite("pow_exponent_offset", _pow_exponent_offset,
+            "b**(u + k) rounds u + k before the power multiplies its error by |log b|; b**k exp(u log b) "
+            "has no offset to round", "Higham 2002, sec. 1.12 (error propagation through a power); "
+            "Goldberg 1991, sec. 1.4", (x ** (y + 1), {x: 1e-300, y: 1e-17}, "float64")),
     Rewrite("difference_of_squares", _pow_diff, "a^2 - b^2 cancels; (a-b)(a+b) subtracts exact inputs",
             "Goldberg 1991, sec. 1.4 (Thm. 2)", (x**2 - y**2, {x: 1e15 + 1, y: 1e15}, "float64")),
 ] + EXP_RULES

@@ -4,10 +4,12 @@ Before the stabiliser searches anything, it asks which outputs lose accuracy at 
 :func:`triage` answers for every expression of a kernel at once: one small sample of
 the union of their variables (shared by all expressions), the float64 and float32
 values of each expression with numpy (vectorised over the sample), and *one*
-evaluation of the whole set of expressions per point in wide arithmetic (mpmath at a
-fixed modest precision, with the gmpy2 back end when installed), memoised across
+evaluation of the whole set of expressions in wide arithmetic, memoised across
 expressions, so a subexpression shared by many outputs (the forward pass under every
-gradient entry) is evaluated once per point.  An expression whose float values agree
+gradient entry) is evaluated once.  The wide arithmetic is double-double with a running
+error bound (:mod:`.ddeval`, all points at once); where that bound does not prove the
+rounding (or an op has no double-double routine), mpmath at a fixed modest precision
+(with the gmpy2 back end when installed), once per point, for those points only.  An expression whose float values agree
 with the wide value to within 2 ulps at every point, with a small mean error, is left
 alone; the others are returned worst first, so the search spends the program's budget
 where bits are lost.
@@ -33,6 +35,7 @@ import sympy as sp
 
 from . import reference as _ref
 from .accuracy import ulp_bits
+from .ddeval import compile_dd, round_certified
 from .budget import StabilizeBudgetExceeded, check_deadline, hard_deadline  # noqa: F401 (re-exported)
 from .numeric import _once_per_env, compile_numpy
 from .sampling import sample_points
@@ -73,22 +76,26 @@ def _compile_many(exprs: Sequence[sp.Expr], variables: Sequence[sp.Symbol]):
     return [rec(sp.sympify(e)) for e in exprs]
 
 
-def _wide_values(fns, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(mpmath values (k, n), trusted flags (k, n)).
+def _wide_values(fns, X: np.ndarray, need: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(mpmath values (k, n), trusted flags (k, n)); only the entries where ``need`` (k, n) is
+    True are evaluated (the others hold NaN and count as trusted).
 
     The cancellation each expression tracks is counted from the nodes it evaluates first
     (shared nodes an earlier expression evaluated are not recounted): an undercount only
     makes a point look trustworthy, and the float value then has to agree with the wide
     one anyway, which a value that lost 96 bits practically never does."""
     k, n = len(fns), X.shape[0]
-    vals = np.empty((k, n), dtype=object)
+    need = np.ones((k, n), dtype=bool) if need is None else need
+    vals = np.full((k, n), mpmath.nan, dtype=object)
     trusted = np.ones((k, n), dtype=bool)
     limit = WIDE_PREC - 53 - 24
     with mpmath.workprec(WIDE_PREC):
-        for i, row in enumerate(X):
+        for i in np.flatnonzero(need.any(axis=0)):
+            row = X[i]
             check_deadline()
             env = [mpmath.mpf(float(v)) for v in row]
-            for j, f in enumerate(fns):
+            for j in np.flatnonzero(need[:, i]):
+                f = fns[j]
                 _ref._LOSS[0] = 0
                 try:
                     vals[j, i] = f(env)
@@ -96,6 +103,29 @@ def _wide_values(fns, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
                     vals[j, i] = mpmath.nan
                 trusted[j, i] = _ref._LOSS[0] < limit
     return vals, trusted
+
+
+def _dd_evaluator(exprs, allvars):
+    """The double-double evaluator of all ``exprs`` (one shared memo), or None (turned off, or an
+    op without a double-double routine: then every point goes through mpmath)."""
+    if not _ref.DOUBLE_DOUBLE:
+        return None
+    try:
+        return compile_dd(exprs, allvars)
+    except NotImplementedError:
+        return None
+
+
+def _dd_refs(dd, X, dt, k):
+    """((k, n) rounded values, (k, n) certified) of the double-double pass (none certified
+    without an evaluator)."""
+    vals = np.full((k, X.shape[0]), np.nan, dtype=dt)
+    ok = np.zeros((k, X.shape[0]), dtype=bool)
+    if dd is not None and X.shape[0]:
+        check_deadline()
+        for j, xd in enumerate(dd(X)):
+            vals[j], ok[j] = round_certified(xd, dt)
+    return vals, ok
 
 
 def triage(exprs: Sequence[sp.Expr], variables: Sequence[Sequence[sp.Symbol]], *, seed: int = 0,
@@ -122,16 +152,19 @@ def triage(exprs: Sequence[sp.Expr], variables: Sequence[Sequence[sp.Symbol]], *
     allvars = sorted({v for vs in variables for v in vs}, key=lambda s: s.name)
     col = {v: i for i, v in enumerate(allvars)}
     fns = _compile_many(exprs, allvars)
+    dd = _dd_evaluator(exprs, allvars)
     k = len(exprs)
     sum_bits, max_bits, count = np.zeros(k), np.zeros(k), 0
     untrusted = np.zeros(k, dtype=bool)
     for j, (dt, n) in enumerate((points or POINTS).items()):
         rng = np.random.default_rng([seed, 31337, j])
         X = sample_points(allvars, None, dt, n, rng)
-        wide, trusted = _wide_values(fns, X)
+        first = _dd_refs(dd, X, dt, k)  # certified double-double values, one DAG evaluation
+        wide, trusted = _wide_values(fns, X, ~first[1])
         for e_i, (expr, vs) in enumerate(zip(exprs, variables)):
             check_deadline()
             ref = np.array([_ref.round_to(v, dt) for v in wide[e_i]], dtype=dt)
+            ref = np.where(first[1][e_i], first[0][e_i], ref)
             cols = [col[v] for v in vs]
             with np.errstate(all="ignore"):
                 got = compile_numpy(expr, list(vs), np.dtype(dt))(X[:, cols])
