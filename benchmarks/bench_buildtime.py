@@ -12,6 +12,7 @@ fresh process with fresh caches (one run each; Numba's one-time initialisation i
 is checked against the closed form (NumPy) before its time is reported.
 
 Run:   python benchmarks/bench_buildtime.py                       (all sizes, all peers)
+       python benchmarks/bench_buildtime.py --stages --sizes 64x32,128x64   (CPU per stage to the first result)
        python benchmarks/bench_buildtime.py --sizes 4x4,16x8 --peers symgrad,casadi
        python benchmarks/bench_buildtime.py --timeout 300         (per build, seconds)
 Also run by ``python benchmarks/peers.py --buildtime``.
@@ -221,6 +222,34 @@ def worker(peer, H, D, repeats):
     print(json.dumps(out), flush=True)
 
 
+def stages(H, D) -> dict:
+    """Main-thread CPU seconds of each stage from the traced function to the interpreter tape:
+    trace, differentiate (VJP), fingerprint (cache key), stabilise, lower to a tape."""
+    import numpy as np
+    from symgrad.api.build import build_kernel
+    from symgrad.api.shift_pass import shift_reductions
+    from symgrad.api.stabilize_pass import budget_of, stabilize_kernel
+    from symgrad.emit.tape import build_tape
+    from symgrad.trace.trace import trace_program
+    xd, yd, p = data(H, D)
+    f = make_loss(H, D, xd, yd, np.tanh)
+    clock, out = time.thread_time, {}
+    t = clock()
+    prog = trace_program(f, (p,), [(len(p),)])
+    out["trace"], t = clock() - t, clock()
+    prog.outputs, _ = shift_reductions(prog.graph, prog.outputs)
+    k = build_kernel(prog, "grad", [0]).kernel
+    out["vjp"], t = clock() - t, clock()
+    prog.fingerprint()
+    out["fingerprint"], t = clock() - t, clock()
+    stabilize_kernel(prog.graph, k, budget_of(True))
+    out["stabilise"], t = clock() - t, clock()
+    build_tape(prog.graph, k.args, k.outputs, k.widen_float32)
+    out["tape"] = clock() - t
+    out["total"] = sum(out.values())
+    return out
+
+
 def run_worker(peer, H, D, timeout, repeats, **extra_env):
     env = dict(os.environ, **extra_env, SYMGRAD_CACHE_DIR=tempfile.mkdtemp(prefix="symgrad-buildtime-"),
                JAX_PLATFORMS="cpu", SYMGRAD_MAX_NODES=os.environ.get("SYMGRAD_MAX_NODES", "1000000"))
@@ -311,8 +340,19 @@ def main():
                     help="instead: symgrad stabilize=False at one size for several SYMGRAD_CHUNK_OPS")
     ap.add_argument("--hessians", action="store_true",
                     help="instead: build the Gaussian-mixture and 100-step Euler Hessians (symgrad, JAX)")
+    ap.add_argument("--stages", action="store_true",
+                    help="instead: main-thread CPU per stage to the first result (interpreter tier), per size")
     ap.add_argument("--worker", nargs=3, help=argparse.SUPPRESS)
     a = ap.parse_args()
+    if a.stages:
+        print("| size | " + " | ".join(["trace", "vjp", "fingerprint", "stabilise", "tape", "total"]) + " |")
+        print("|---|---|---|---|---|---|---|")
+        for s in a.sizes.split(","):
+            H, D = (int(v) for v in s.split("x"))
+            r = stages(H, D)
+            print(f"| ({H}, {D}) | " + " | ".join(f"{r[k]:.3f} s" for k in
+                                                  ("trace", "vjp", "fingerprint", "stabilise", "tape", "total")) + " |")
+        return
     if a.worker and a.worker[0] == "hessian":
         hessian_worker(a.worker[1], a.worker[2], a.repeats)
         return
