@@ -35,6 +35,8 @@ def expand_batched(g: Graph, t: int, nb: int, rank: int) -> int:
 def unbroadcast(g: Graph, v: int, shape: tuple, nb: int) -> int:
     """Sum ``v`` (batch + broadcast shape) down to batch + ``shape``: the VJP of broadcasting."""
     vshape = g.shape(v)
+    if not nb and vshape == shape:  # nothing was broadcast (every scalar node): the common case
+        return v
     core = vshape[nb:]
     lead = len(core) - len(shape)
     axes = list(range(nb, nb + lead))
