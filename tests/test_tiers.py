@@ -29,6 +29,7 @@ from symgrad.runtime.gufunc import gufunc_call
 from symgrad.trace.trace import trace_program
 
 from .property.strategies import BOXES, programs
+from .test_buildtime import make_mlp
 
 KINDS = ("jit", "grad", "jvp", "vjp", "hvp", "hessian")
 
@@ -158,32 +159,8 @@ def test_every_elementwise_op_bit_identical_including_special_values():
                                    f"{w[bad][:3]} interpreter {g[bad][:3]}")
 
 
-def mlp_loss_factory(H=6, D=5, seed=0):
-    rng = np.random.default_rng(seed)
-    xd, yd = rng.standard_normal(D), 0.3
-
-    def mlp_loss(p):
-        out = 0.0
-        for h in range(H):
-            a = p[H * D + h]
-            for d in range(D):
-                a = a + p[h * D + d] * xd[d]
-            out = out + p[H * D + H + h] * np.tanh(a)
-        r = out - yd
-        return r * r
-
-    def grad_ref(p):
-        W, b, v = p[:H * D].reshape(H, D), p[H * D:H * D + H], p[H * D + H:]
-        t = np.tanh(W @ xd + b)
-        r = v @ t - yd
-        da = 2 * r * v * (1 - t * t)
-        return np.concatenate([np.outer(da, xd).ravel(), da, 2 * r * t])
-
-    return mlp_loss, grad_ref, H * D + 2 * H
-
-
 def test_public_api_answers_from_the_interpreter_then_the_compiled_tier():
-    loss, grad_ref, n = mlp_loss_factory()
+    loss, grad_ref, n = make_mlp(6, 5)
     g = sg.grad(loss, signature="(n)->()", tiered=True)
     p = np.random.default_rng(3).standard_normal(n) * 0.5
     first = g(p)
@@ -219,12 +196,12 @@ def test_tiered_jacobian_hessian_and_value_and_grad_match_the_compiled_tier():
 
 
 def test_tiered_false_and_environment_compile_in_the_calling_thread(monkeypatch):
-    loss, _, n = mlp_loss_factory(2, 2)
+    loss, _, n = make_mlp(2, 2)
     g = sg.grad(loss, signature="(n)->()", tiered=False)
     g(np.zeros(n))
     assert next(iter(g.compiled._entries.values())).tier == "compiled"
     monkeypatch.setenv("SYMGRAD_TIERED", "0")
-    loss, _, n = mlp_loss_factory(3, 2)
+    loss, _, n = make_mlp(3, 2)
     g = sg.grad(loss, signature="(n)->()")
     g(np.zeros(n))
     assert next(iter(g.compiled._entries.values())).job is None
@@ -237,7 +214,7 @@ def test_a_failed_background_compile_warns_and_keeps_answering(monkeypatch):
         raise RuntimeError("simulated compiler crash")
 
     monkeypatch.setattr(background, "_compile_in_child", broken)
-    loss, grad_ref, n = mlp_loss_factory(2, 3, seed=7)
+    loss, grad_ref, n = make_mlp(2, 3, seed=7)
     g = sg.grad(loss, signature="(n)->()", tiered=True)
     p = np.linspace(-1, 1, n)
     g(p)
