@@ -322,6 +322,8 @@ def _compile_node(expr, pos, rec):
     if isinstance(expr, sp.Not):
         a = rec(expr.args[0])
         return lambda env: not a(env)
+    if expr is sp.nan:  # np.where(..., np.nan, ...) in a traced program
+        return lambda env: mpmath.nan
     if not expr.free_symbols:
         s = expr
         return lambda env: mpmath.mpf(sp.Float(s.evalf(mpmath.mp.dps + 5), mpmath.mp.dps + 5)._mpf_)
