@@ -130,7 +130,13 @@ def logsumexp(ctx, a, axis=None, b=None, keepdims=False, return_sign=False):
     x = core.as_tracer(ctx, a)
     if b is not None:
         b = core.as_tracer(ctx, b)
-        shape = np.broadcast_shapes(x.core_shape, b.core_shape)
+        try:
+            shape = np.broadcast_shapes(x.core_shape, b.core_shape)
+        except ValueError:
+            raise ValueError(format_error(
+                f"scipy.special.logsumexp: a of core shape {x.core_shape} and b of core shape {b.core_shape} "
+                "do not broadcast", "SciPy weights each term of a by the element of b broadcast against it",
+                "give b a shape that broadcasts with a", user_location(2))) from None
         x, b = (v if v.core_shape == shape else ctx.apply("broadcast_to", v, params=(shape,)) for v in (x, b))
     if x.core_shape == ():
         x = core.reshape(ctx, x, (1,))
@@ -224,9 +230,20 @@ def polygamma(ctx, n, x):
             f"scipy.special.polygamma(n, x) needs a non-negative integer order n; got {n!r:.60}",
             "polygamma(n, x) is the (n+1)-th derivative of log Gamma; SciPy returns NaN for other n",
             "pass n = 0, 1, 2, ...", user_location(3)))
-    if order.ndim == 0 and order == 0:
-        return ctx.apply("digamma", x)
-    return ctx.apply("polygamma", order.astype(np.float64) if order.ndim else float(order), x)
+    if order.ndim == 0:
+        return _polygamma(ctx, int(order), x)
+    # an array of orders: one call per order, selected by constant masks (a traced op never
+    # gets an array of orders, which the stabiliser would sample as if it were a real variable)
+    out = None
+    for k in np.unique(order):
+        value = _polygamma(ctx, int(k), x)
+        out = value if out is None else ctx.apply("where", order == k, value, out)
+    shape = np.broadcast_shapes(order.shape, core.as_tracer(ctx, x).core_shape)
+    return out if out.core_shape == shape else ctx.apply("broadcast_to", out, params=(shape,))
+
+
+def _polygamma(ctx, n: int, x):
+    return ctx.apply("digamma", x) if n == 0 else ctx.apply("polygamma", float(n), x)
 
 
 # scipy.special name -> builder; symgrad.trace.library_calls intercepts these functions
