@@ -126,7 +126,7 @@ def test_weights_and_return_sign_match_scipy(case):
 
     def f(a, b):
         outs = []
-        for axis, keepdims in AXES[1::2]:  # None/keepdims, 1/keepdims, -1, (1, 0)/keepdims
+        for axis, keepdims in AXES[1::2]:  # (None, True), (1, True), ((0, 1), False)
             outs.append(logsumexp(a, axis=axis, b=b, keepdims=keepdims))
             outs.extend(logsumexp(a, axis=axis, b=b, keepdims=keepdims, return_sign=True))
         return tuple(outs)
