@@ -121,6 +121,8 @@ class _Bool:
 
 
 def _const_xd(expr, n) -> XD:
+    if expr in (sp.oo, -sp.oo, sp.nan, sp.zoo):  # np.where(..., -np.inf, ...): left to mpmath
+        raise NotImplementedError(f"double-double evaluator: constant {expr}")
     with mpmath.workprec(320):
         if expr.is_Rational:
             v = mpmath.mpf(int(expr.p)) / int(expr.q)
