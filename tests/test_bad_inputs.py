@@ -182,6 +182,14 @@ def uses_scipy_struve(x):
     return scipy.special.struve(0.0, x)
 
 
+def polygamma_of_traced_order(n, x):
+    return scipy.special.polygamma(n, x)
+
+
+def logsumexp_float_axis(v):
+    return scipy.special.logsumexp(v, axis=1.0)
+
+
 def returns_none(x):
     x * 2.0
 
@@ -419,6 +427,12 @@ section(
     Case("scipy-struve", "`scipy.special.struve` (a scipy.special ufunc with no rule)",
          lambda: sg.grad(uses_scipy_struve)(2.0), sg.UnsupportedOperationError,
          ("ufunc scipy.special.struve has no symgrad rule", "scipy.special.struve(0.0, x)", "custom_gradient")),
+    Case("scipy-polygamma-traced-order", "`scipy.special.polygamma(n, x)` with a traced order `n`",
+         lambda: sg.grad(polygamma_of_traced_order, argnums=1)(1.0, 2.0), TypeError,
+         ("with a traced order n", "scipy.special.polygamma(n, x)", "pass n as a constant int")),
+    Case("scipy-logsumexp-float-axis", "`scipy.special.logsumexp(v, axis=1.0)`",
+         lambda: sg.jit(logsumexp_float_axis)(np.ones((2, 3))), TypeError,
+         ("axis must be None, an int or a tuple of ints; got 1.0", "axis=1.0", "pass constant integer axes")),
 )
 
 section(

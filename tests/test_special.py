@@ -261,7 +261,5 @@ def test_logaddexp_reduce_is_the_logsumexp_spelling():
     np.testing.assert_allclose(g, ss.softmax(v), rtol=1e-13, atol=1e-300)
 
 
-@pytest.mark.parametrize("fn", [ss.logsumexp, ss.softmax, ss.log_softmax], ids=lambda f: f.__name__)
-def test_scipy_python_functions_name_the_spelling_to_use(fn):
-    with pytest.raises(UnsupportedOperationError, match=r"scipy\.special\.\w+ cannot be traced[\s\S]*logaddexp\.reduce"):
-        sg.jit(lambda v: fn(v), signature="(n)->()")(np.ones(3))
+# scipy.special.logsumexp, softmax, log_softmax and polygamma (Python functions, not ufuncs):
+# tests/test_scipy_reductions.py

@@ -28,6 +28,7 @@ import numpy as np
 
 from ..errors import TraceError, format_error, user_location
 from ..ir.ops import REGISTRY
+from ..trace.library_calls import intercept_scipy
 from ..trace.tracer import TraceContext, Tracer, to_node
 
 __all__ = ["EagerTensor", "EagerContext", "constant", "convert_to_tensor", "current_context"]
@@ -332,6 +333,7 @@ class Recorder:
         if self._active:
             raise RuntimeError(f"this {type(self).__name__} is already active; a context manager cannot be nested "
                                "inside itself")
+        intercept_scipy()  # scipy.special.logsumexp & co. on watched values stay on the tape
         ctx = self._ctx = current_context()
         self._active = True
         ctx.recorders.append(self)

@@ -30,14 +30,27 @@ from .stabilize_pass import rebuild
 __all__ = ["shift_reductions"]
 
 
+def _shifted(g: Graph, u: int) -> bool:
+    """``u`` is ``v - m`` with ``m`` a ``shift_max`` (possibly reshaped): shifted already, as
+    ``scipy.special.softmax`` traces (:mod:`symgrad.trace.scipy_special`)."""
+    node = g[u]
+    if node.op != "sub":
+        return False
+    m = g[node.args[1]]
+    while m.op in ("reshape", "broadcast_to"):
+        m = g[m.args[0]]
+    return m.op == "shift_max"
+
+
 def _lse_sums(g: Graph, live: set):
-    """``(sum node, exp argument)`` for every live ``sum(exp(u))`` over all axes of ``u``."""
+    """``(sum node, exp argument)`` for every live ``sum(exp(u))`` over all axes of ``u``
+    (``u`` not shifted already)."""
     for nid in sorted(live):
         node = g[nid]
         if node.op != "sum":
             continue
         e = g[node.args[0]]
-        if e.op == "exp" and e.shape and len(node.params[0]) == len(e.shape):
+        if e.op == "exp" and e.shape and len(node.params[0]) == len(e.shape) and not _shifted(g, e.args[0]):
             yield nid, e.args[0]
 
 
@@ -57,7 +70,7 @@ def shift_reductions(g: Graph, outputs: list[int]) -> tuple[list[int], list[str]
     mapping: dict[int, int] = {}
     notes: list[str] = []
     for s, u in _lse_sums(g, live):
-        m = g.apply("shift_max", u)
+        m = g.apply("shift_max", u, params=(tuple(range(len(g.shape(u)))),))
         s2 = g.apply("sum", g.apply("exp", g.apply("sub", u, m)), params=g[s].params)
         for c in sorted(set(users.get(s, ()))):
             node = g[c]

@@ -322,10 +322,16 @@ def _compile_node(expr, pos, rec):
     if isinstance(expr, sp.Not):
         a = rec(expr.args[0])
         return lambda env: not a(env)
+    if expr in _SPECIAL_CONSTANTS:  # np.where(..., -np.inf, ...) in a traced program
+        value = _SPECIAL_CONSTANTS[expr]
+        return lambda env: value
     if not expr.free_symbols:
         s = expr
         return lambda env: mpmath.mpf(sp.Float(s.evalf(mpmath.mp.dps + 5), mpmath.mp.dps + 5)._mpf_)
     raise NotImplementedError(f"mpmath evaluator: unsupported node {expr.func}")
+
+
+_SPECIAL_CONSTANTS = {sp.nan: mpmath.nan, sp.oo: mpmath.inf, -sp.oo: mpmath.ninf}
 
 
 def compile_mpmath(expr: sp.Expr, variables: Sequence[sp.Symbol]) -> Callable[[Sequence], object]:

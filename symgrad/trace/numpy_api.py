@@ -84,8 +84,9 @@ def _scipy_special_name(ufunc) -> str | None:
     return name if mod is not None and getattr(mod, name, None) is ufunc else None
 
 
-# scipy.special functions that are not ufuncs and branch on values inside (they cannot be
-# traced): what to write instead
+# scipy.special functions that are not ufuncs and branch on values inside: what to write instead
+# if SciPy's own code meets a traced value (symgrad.trace.library_calls intercepts them first;
+# this is the refusal for a SciPy version whose functions it could not intercept)
 _SCIPY_PYTHON_FUNCTIONS = {
     "logsumexp": "np.logaddexp.reduce(x, axis=...) (a fold of the stable logaddexp)",
     "softmax": "np.exp(x - np.logaddexp.reduce(x, axis=..., keepdims=True))",

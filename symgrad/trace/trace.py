@@ -12,6 +12,7 @@ import numpy as np
 
 from ..errors import ArgumentError, SymgradError, TraceError, format_error, traceback_location
 from ..ir.graph import Graph
+from .library_calls import intercept_scipy
 from .names import identifier, unique
 from .pytree import TreeDef, tree_flatten
 from .tracer import NotElementwise, TraceContext, Tracer, max_nodes, recording, to_node
@@ -217,6 +218,7 @@ def trace_program(fn, args_tree, core_shapes: list[tuple[int, ...]], names: list
 
     fn_name = str(getattr(fn, "__name__", "function"))
     args_tree = tuple(args_tree)
+    intercept_scipy()  # scipy.special.logsumexp & co. on traced values (symgrad.trace.library_calls)
     _check_arity(fn, fn_name, args_tree)
     leaves, in_tree = tree_flatten(args_tree)
     names = names or leaf_names(fn, args_tree)

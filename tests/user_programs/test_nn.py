@@ -42,9 +42,6 @@ INPUTS = RNG.standard_normal((6, 4))
 TARGETS = np.eye(3)[[0, 2, 1, 1, 0, 2]]
 
 
-@pytest.mark.xfail(strict=True, raises=sg.UnsupportedOperationError,
-                   reason="scipy.special.logsumexp branches on values inside SciPy and cannot be traced; symgrad "
-                          "refuses it naming np.logaddexp.reduce (README, 'Traceable code')")
 def test_autograd_neural_net_gradient_over_parameter_pytree():
     params = init_params([4, 5, 3], RNG)
     ref = autograd.grad(as_autograd(log_posterior))(params, INPUTS, TARGETS, 0.1)
@@ -71,9 +68,6 @@ def jax_mlp_params(rng):
     return [(0.5 * rng.standard_normal((n, m)), 0.5 * rng.standard_normal(n)) for m, n in zip(sizes[:-1], sizes[1:])]
 
 
-@pytest.mark.xfail(strict=True, raises=sg.UnsupportedOperationError,
-                   reason="scipy.special.logsumexp branches on values inside SciPy and cannot be traced; symgrad "
-                          "refuses it naming np.logaddexp.reduce (README, 'Traceable code')")
 def test_jax_mlp_tutorial_per_example_gradients_with_signature():
     """JAX uses vmap for per-example gradients; symgrad batches one image per row under a signature
     (one core per pytree leaf: image, then w1, b1, w2, b2)."""
@@ -87,9 +81,6 @@ def test_jax_mlp_tutorial_per_example_gradients_with_signature():
     assert_close(per_ex, ref)
 
 
-@pytest.mark.xfail(strict=True, raises=sg.UnsupportedOperationError,
-                   reason="scipy.special.logsumexp branches on values inside SciPy and cannot be traced; symgrad "
-                          "refuses it naming np.logaddexp.reduce (README, 'Traceable code')")
 def test_jax_mlp_tutorial_parameter_gradient_without_signature():
     """grad of the mean loss over a batch (a Python loop over examples), params a list of tuples."""
     params = jax_mlp_params(np.random.default_rng(4))
