@@ -120,6 +120,15 @@ class _Bool:
         self.v, self.sure = v, sure
 
 
+def _as_bool(x) -> "_Bool":
+    """A condition's value as a :class:`_Bool`: a boolean leaf of the graph arrives as a number
+    (1.0 or 0.0), true where it is nonzero."""
+    if isinstance(x, _Bool):
+        return x
+    s, sure = x.sign()
+    return _Bool(s != 0, sure)
+
+
 def _const_xd(expr, n) -> XD:
     if expr in (sp.oo, -sp.oo, sp.nan, sp.zoo):  # np.where(..., -np.inf, ...): left to mpmath
         raise NotImplementedError(f"double-double evaluator: constant {expr}")
@@ -222,7 +231,7 @@ class DDEvaluator:
                 acc = _maxx(acc, ev(a), lo=isinstance(e, sp.Min))
             return acc
         if isinstance(e, sp.Piecewise):
-            vals = [(ev(p.expr), ev(p.cond)) for p in e.args]
+            vals = [(ev(p.expr), _as_bool(ev(p.cond))) for p in e.args]
             out = vals[-1][0]
             taken = vals[-1][1].v.copy()
             sure = vals[-1][1].sure.copy()
@@ -238,14 +247,14 @@ class DDEvaluator:
                  sp.GreaterThan: s >= 0, sp.Eq: s == 0, sp.Ne: s != 0}[type(e)]
             return _Bool(v, sure & np.isfinite(a.r) & np.isfinite(b.r))
         if isinstance(e, (sp.And, sp.Or)):
-            parts = [ev(a) for a in e.args]
+            parts = [_as_bool(ev(a)) for a in e.args]
             f = np.logical_and if isinstance(e, sp.And) else np.logical_or
             v, sure = parts[0].v, parts[0].sure
             for p in parts[1:]:
                 v, sure = f(v, p.v), sure & p.sure
             return _Bool(v, sure)
         if isinstance(e, sp.Not):
-            p = ev(e.args[0])
+            p = _as_bool(ev(e.args[0]))
             return _Bool(~p.v, p.sure)
         raise NotImplementedError(f"double-double evaluator: no routine for {e.func.__name__}")
 

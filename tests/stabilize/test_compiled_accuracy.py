@@ -68,8 +68,6 @@ def test_compiled_within_2ulps(name, fn, expr, dom, kind, dtype, request):
 KNOWN = {  # (name, kind, dtype) -> why it is not within 2 ulps yet
     ("sqrt_diff", "f", "float64"): "1/(sqrt(x + 1) + sqrt(x)) is 3 ulps at x ~ 1e-7: x + 1 rounds in [1, 2) and "
                                    "the result lands in [0.5, 1), where an ulp is half as large",
-    ("swish", "df", "float64"): "(x + exp(x) + 1)*exp(x)/(exp(x) + 1)**2 is 3 ulps at x = -6.77 (six roundings "
-                                "of 0.5 ulp, none cancelling; mean 0.1 bits); float32 computes it in float64",
 }
 
 
