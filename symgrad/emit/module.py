@@ -31,6 +31,7 @@ JIT = '@numba.njit(cache=True, fastmath=False, error_model="numpy", nogil=True)'
 # A scalar core (every argument and output a scalar: an elementwise kernel) is inlined into its batch
 # loop in Numba IR, so LLVM sees one loop body and can vectorise it (a call per element cannot be).
 JIT_INLINE = '@numba.njit(cache=True, fastmath=False, error_model="numpy", nogil=True, inline="always")'
+MAX_INLINE_ARGS = 24
 JIT_PARALLEL = '@numba.njit(cache=True, fastmath=False, error_model="numpy", nogil=True, parallel=True)'
 RUNTIME_IMPORT = "from symgrad.runtime.gufunc import GufuncSpec, gufunc_call"
 VECMATH_BANNER = "# ---- library: symgrad/emit/vecmath.py (vectorisable, within 1 ulp; SYMGRAD_VECMATH=0 for libm) ----"
@@ -82,7 +83,9 @@ def emit_kernel(g: Graph, k: KernelDef, dtypes=DTYPES, max_ops: int | None = Non
     ret = ", ".join(sca_outs)
     lines: list[str] = []
     # a small scalar core is inlined into its batch loop (vectorised there): so are its vecmath calls
+    # (Numba cannot inline a function of very many arguments: "calling a closure with *args")
     small_scalar_core = (all(a.shape == () for a in k.args) and all(o.shape == () for o in k.outputs)
+                         and len(k.args) + len(k.outputs) <= MAX_INLINE_ARGS
                          and len(g.ancestors([o.node for o in k.outputs])) <= max_ops)
     for dtype in dtypes:
         sfx = SUFFIX[dtype]
@@ -101,8 +104,7 @@ def emit_kernel(g: Graph, k: KernelDef, dtypes=DTYPES, max_ops: int | None = Non
             lines += _indent(pbody)
             if pret:
                 lines.append(f"    return {', '.join(pret)}")
-        scalar_core = all(a.shape == () for a in k.args) and all(o.shape == () for o in k.outputs)
-        lines += ["", JIT_INLINE if scalar_core and not parts else JIT, f"def {k.name}_{sfx}({params}):",
+        lines += ["", JIT_INLINE if small_scalar_core and not parts else JIT, f"def {k.name}_{sfx}({params}):",
                   f"    {docstring(doc)}"]
         if widen:  # float32 in, float32 out, float64 in between (see symgrad.stabilize.widen)
             lines += [f"    {a} = np.float64({a})" for a in arg_names]
