@@ -203,21 +203,26 @@ def _atomic_write(path: Path, text: str) -> None:
 
 
 # -- loading ---------------------------------------------------------------------------------------
-def cached_module(name: str, key: str):
-    """The module for ``key`` if it is loaded or on disk (and intact), else None."""
+def _loaded_or(key: str, load):
+    """The module loaded for ``key``, else ``load()`` under the lock (a module executes once)."""
     mod = _MODULES.get(key)
     if mod is not None:
         return mod
     with _LOCK:
         mod = _MODULES.get(key)
-        if mod is not None:
-            return mod
+        return mod if mod is not None else load()
+
+
+def cached_module(name: str, key: str):
+    """The module for ``key`` if it is loaded or on disk (and intact), else None."""
+    def load():
         directory = usable_cache_dir()
         if directory is None:
             return None
         path = directory / f"{name}_{key[:20]}.py"
         source = _read_verified(path)
         return None if source is None else _exec(path, key, source)
+    return _loaded_or(key, load)
 
 
 def write_module(name: str, key: str, source: str) -> Path | None:
@@ -244,17 +249,12 @@ def load_module(name: str, key: str, source: str):
 
     Without a usable cache directory the module is compiled in memory.
     """
-    mod = _MODULES.get(key)
-    if mod is not None:
-        return mod
-    with _LOCK:
-        mod = _MODULES.get(key)
-        if mod is not None:
-            return mod
+    def load():
         path = write_module(name, key, source)
         if path is not None:
             return _exec(path, key, source if source.endswith("\n") else source + "\n")
         return _exec_in_memory(name, key, source)
+    return _loaded_or(key, load)
 
 
 _NJIT_CACHE = re.compile(r"^(@numba\.njit\(.*)\bcache=True", re.M)
