@@ -280,3 +280,19 @@ def test_round_and_sinc_values_and_derivatives():
     np.testing.assert_array_equal(sg.jit(np.round)(r), np.round(r))
     assert sg.grad(lambda v: np.round(v) * v)(2.4) == 2.0
     assert sg.trace(np.sinc, np.zeros(3)).signature is None  # elementwise: ufunc broadcasting
+
+
+def test_logaddexp2_values_and_gradients():
+    """np.logaddexp2 traces as the stable logaddexp in base 2: NumPy's values, mpmath's derivatives
+    2**a / (2**a + 2**b), finite at +-1000."""
+    import mpmath
+
+    a = np.array([0.3, -700.0, 1000.0, -3.0, 5.0])
+    b = np.array([0.7, -701.0, 999.0, 40.0, 5.0])
+    np.testing.assert_allclose(sg.jit(np.logaddexp2)(a, b), np.logaddexp2(a, b), rtol=4e-16)
+    ga, gb = sg.grad(lambda x, y: np.logaddexp2(x, y), argnums=(0, 1))(a, b)
+    for i in range(len(a)):
+        with mpmath.workdps(50):
+            x, y = mpmath.mpf(a[i]), mpmath.mpf(b[i])
+            da, db = 2**x / (2**x + 2**y), 2**y / (2**x + 2**y)
+        assert abs(ga[i] - float(da)) <= 1e-14 * float(da) and abs(gb[i] - float(db)) <= 1e-14 * float(db)

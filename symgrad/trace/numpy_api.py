@@ -61,6 +61,7 @@ def _fmax_fmin(op):
         a_nan, b_nan = c.apply("ne", a, a), c.apply("ne", b, b)
         return c.apply("where", b_nan, a, c.apply("where", a_nan, b, c.apply(op, a, b)))
     return build
+_LN2 = math.log(2.0)
 _COMPOSITE = {
     np.square: lambda c, x: c.apply("mul", x, x),
     np.positive: lambda c, x: x,
@@ -69,6 +70,9 @@ _COMPOSITE = {
     np.rad2deg: lambda c, x: c.apply("mul", 180.0 / math.pi, x),
     np.fmax: _fmax_fmin("maximum"),
     np.fmin: _fmax_fmin("minimum"),
+    # log2(2**a + 2**b) = logaddexp(a ln 2, b ln 2) / ln 2: the stable logaddexp, in base 2
+    np.logaddexp2: lambda c, a, b: c.apply("div", c.apply("logaddexp", c.apply("mul", _LN2, a),
+                                                          c.apply("mul", _LN2, b)), _LN2),
 }
 
 
