@@ -25,7 +25,6 @@ References:
 """
 from __future__ import annotations
 
-import time
 from typing import Mapping, Sequence
 
 import numpy as np
@@ -33,6 +32,7 @@ import sympy as sp
 
 from .accept import accept
 from .accuracy import bits_of_error_report, ulp_bits
+from .budget import cpu_clock
 from .numeric import compile_numpy
 from .result import RewriteRecord, StabilizeResult
 from .search import DEFAULT_WORK, Search
@@ -61,8 +61,8 @@ def stabilize(expr: sp.Expr, variables: Sequence[sp.Symbol], *, domain: Mapping 
         variables: ordered input symbols.
         domain: optional ``{symbol: (lo, hi)}``; default all finite floats where
             the exact value is finite and real.
-        budget_s: safety cap in CPU seconds of this process (``time.process_time``,
-            sampling included), so other processes' load does not cut the search.  The
+        budget_s: safety cap in CPU seconds of the calling thread (``budget.cpu_clock``,
+            sampling included), so neither other processes nor other threads cut the search.  The
             search itself is bounded by the deterministic ``work`` budget; the cap only
             matters for very expensive expressions or a very slow machine.
         work: deterministic work budget in units (about one per scored candidate).
@@ -75,7 +75,7 @@ def stabilize(expr: sp.Expr, variables: Sequence[sp.Symbol], *, domain: Mapping 
     Returns:
         :class:`StabilizeResult` with the chosen expression and the applied rewrites.
     """
-    t0 = time.process_time()
+    t0 = cpu_clock()
     expr = sp.sympify(expr)
     s = Search(expr, variables, domain, budget_s, tuple(dtypes), seed, n_points, work=work)
     with deadline(t0 + 0.75 * budget_s):  # leave room for verification and regimes
@@ -88,7 +88,7 @@ def stabilize(expr: sp.Expr, variables: Sequence[sp.Symbol], *, domain: Mapping 
                                      st.before, st.after))
     summary = _summary(s.orig.bits, best.bits)
     widen = None
-    if "float32" in s.samples and time.process_time() - t0 < budget_s:  # float32 beyond 2 ulps: use float64
+    if "float32" in s.samples and cpu_clock() - t0 < budget_s:  # float32 beyond 2 ulps: use float64
         widen = widen_record(best.expr, s.vars, s.samples["float32"], best.bits["float32"], expr, domain)
     if widen is not None:
         records.append(widen)
@@ -100,7 +100,7 @@ def stabilize(expr: sp.Expr, variables: Sequence[sp.Symbol], *, domain: Mapping 
     if note is not None:
         wide = wide and form != expr  # the formula as written is kept as it is
         records, summary = _after_acceptance(expr, best.expr, form, wide, records, s, dtypes)
-    return StabilizeResult(form, records, s.exhausted, time.process_time() - t0,
+    return StabilizeResult(form, records, s.exhausted, cpu_clock() - t0,
                            summary, s.used, s.timed_out, wide, note)
 
 

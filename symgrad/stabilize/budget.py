@@ -1,7 +1,8 @@
 """The stabiliser's hard CPU-time deadline for a whole program.
 
 :func:`symgrad.api.stabilize_pass.stabilize_kernel` gives every program one budget of CPU
-seconds (``time.process_time``, so other processes' load does not change it).  Inside
+seconds of the calling thread (:func:`cpu_clock`, ``time.thread_time``: neither other processes'
+load nor this process's other threads, such as a background compile, change it).  Inside
 ``with hard_deadline(t):`` the expensive loops (the per-point reference evaluation, the
 triage) call :func:`check_deadline`, which raises :class:`StabilizeBudgetExceeded` once
 the CPU clock passes ``t``; the pass catches it and keeps the derived forms of whatever
@@ -12,7 +13,12 @@ from __future__ import annotations
 import threading
 import time
 
-__all__ = ["StabilizeBudgetExceeded", "hard_deadline", "check_deadline"]
+__all__ = ["StabilizeBudgetExceeded", "hard_deadline", "check_deadline", "cpu_clock"]
+
+
+def cpu_clock() -> float:
+    """CPU seconds of the calling thread: the clock of every stabiliser budget and deadline."""
+    return time.thread_time()
 
 
 class StabilizeBudgetExceeded(RuntimeError):
@@ -28,7 +34,7 @@ def _current():
 
 class hard_deadline:
     """Context: :func:`check_deadline` raises :class:`StabilizeBudgetExceeded` past CPU time ``t``
-    (``time.process_time()``); ``None`` removes the bound.  Nested deadlines keep the earlier."""
+    (:func:`cpu_clock`); ``None`` removes the bound.  Nested deadlines keep the earlier."""
 
     def __init__(self, t: float | None):
         self.t = t
@@ -47,5 +53,5 @@ class hard_deadline:
 def check_deadline() -> None:
     """Raise :class:`StabilizeBudgetExceeded` if the current hard deadline has passed."""
     t = _current()
-    if t is not None and time.process_time() > t:
+    if t is not None and cpu_clock() > t:
         raise StabilizeBudgetExceeded("the stabiliser's program budget is spent")

@@ -27,7 +27,7 @@ unit per newly scored candidate, a few units per algebraic transformation,
 localisation or series expansion; see ``COST``).  The same expression, sample
 size and seed therefore always explore the same candidates and return the same
 result, independent of machine load.  ``budget_s`` is only an outer safety cap,
-in CPU seconds of this process (``time.process_time``), so a busy machine does not
+in CPU seconds of the calling thread (``budget.cpu_clock``), so a busy machine does not
 cut the search; when either limit cuts it the result reports
 ``budget_exhausted=True`` (only a CPU-time cut can make a result depend on timing).
 
@@ -39,7 +39,6 @@ References:
 """
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 
 import mpmath
@@ -47,6 +46,7 @@ import numpy as np
 import sympy as sp
 
 from .accuracy import make_sample, point_bits
+from .budget import cpu_clock
 from .localize import local_errors
 from .reference import compile_mpmath
 from .regimes import TWO_ULPS, best_split
@@ -137,7 +137,7 @@ class Search:
 
     def __init__(self, expr, variables, domain, budget_s, dtypes, seed, n_points, work=DEFAULT_WORK,
                  beam=4, rounds=4):
-        self.t0 = time.process_time()
+        self.t0 = cpu_clock()
         self.expr, self.vars, self.domain = expr, list(variables), domain
         self.budget_s, self.work, self.beam, self.rounds = budget_s, work, beam, rounds
         self.used = 0
@@ -157,7 +157,7 @@ class Search:
     def out_of_budget(self) -> bool:
         if self.used >= self.work:
             self.exhausted = True
-        elif time.process_time() - self.t0 > self.budget_s:
+        elif cpu_clock() - self.t0 > self.budget_s:
             self.exhausted = self.timed_out = True
         return self.exhausted
 

@@ -13,10 +13,10 @@ References:
 from __future__ import annotations
 
 import contextlib
-import math
-import time
 
 import sympy as sp
+
+from .budget import cpu_clock
 
 __all__ = ["algebraic_variants", "series_variants", "split_powers", "adaptive_series", "series_source", "horner"]
 
@@ -181,7 +181,7 @@ def _good(terms, k, r, two_sided) -> bool:
     return True
 
 
-_DEADLINE: list = [None]  # process_time() (CPU seconds) by which series work must stop (set by stabilize)
+_DEADLINE: list = [None]  # cpu_clock() (CPU seconds of this thread) by which series work must stop (set by stabilize)
 
 
 @contextlib.contextmanager
@@ -196,7 +196,7 @@ def deadline(t: float | None):
 
 
 def _would_overrun(predicted: float) -> bool:
-    return _DEADLINE[0] is not None and time.process_time() + predicted > _DEADLINE[0]
+    return _DEADLINE[0] is not None and cpu_clock() + predicted > _DEADLINE[0]
 
 
 class SeriesBudgetExceeded(ValueError):
@@ -248,11 +248,11 @@ def _series_at(base, v, point, n: int):
             raise SeriesBudgetExceeded("stabiliser budget reached before a series could be expanded")
     elif _would_overrun(_predicted_cost(key, n)):
         raise SeriesBudgetExceeded(f"series of order {n} predicted to overrun the stabiliser budget")
-    t0 = time.process_time()
+    t0 = cpu_clock()
     s = _float_coefficients(sp.series(base, v, point, n=n).removeO(), v)
     if len(_COST) > 5000:
         _COST.clear()
-    _COST.setdefault(key, {})[n] = time.process_time() - t0
+    _COST.setdefault(key, {})[n] = cpu_clock() - t0
     return s
 
 

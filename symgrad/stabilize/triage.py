@@ -25,7 +25,6 @@ References:
 """
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -35,8 +34,8 @@ import sympy as sp
 
 from . import reference as _ref
 from .accuracy import ulp_bits
+from .budget import StabilizeBudgetExceeded, check_deadline, cpu_clock, hard_deadline  # noqa: F401 (re-exported)
 from .ddeval import compile_dd, round_certified
-from .budget import StabilizeBudgetExceeded, check_deadline, hard_deadline  # noqa: F401 (re-exported)
 from .numeric import _once_per_env, compile_numpy
 from .sampling import sample_points
 from .widen import TWO_ULPS
@@ -148,7 +147,7 @@ def triage(exprs: Sequence[sp.Expr], variables: Sequence[Sequence[sp.Symbol]], *
     Raises:
         StabilizeBudgetExceeded: past the current :class:`hard_deadline`.
     """
-    t0 = time.process_time()
+    t0 = cpu_clock()
     allvars = sorted({v for vs in variables for v in vs}, key=lambda s: s.name)
     col = {v: i for i, v in enumerate(allvars)}
     fns = _compile_many(exprs, allvars)
@@ -178,4 +177,4 @@ def triage(exprs: Sequence[sp.Expr], variables: Sequence[Sequence[sp.Symbol]], *
     mean = sum_bits / max(count, 1)
     needs = [bool(u or m >= mean_bits or x > TWO_ULPS + 1e-9) for m, x, u in zip(mean, max_bits, untrusted)]
     return TriageResult(list(map(float, mean)), list(map(float, max_bits)), needs, count,
-                        time.process_time() - t0)
+                        cpu_clock() - t0)
