@@ -33,6 +33,7 @@ import sympy as sp
 from .accept import accept
 from .accuracy import bits_of_error_report, ulp_bits
 from .budget import cpu_clock
+from .ddregion import dd_region
 from .numeric import compile_numpy
 from .result import RewriteRecord, StabilizeResult
 from .search import DEFAULT_WORK, Search
@@ -100,6 +101,13 @@ def stabilize(expr: sp.Expr, variables: Sequence[sp.Symbol], *, domain: Mapping 
     if note is not None:
         wide = wide and form != expr  # the formula as written is kept as it is
         records, summary = _after_acceptance(expr, best.expr, form, wide, records, s, dtypes)
+    if "float64" in s.samples and cpu_clock() - t0 < budget_s:  # float64 beyond 2 ulps: a dd region
+        hit = dd_region(form, s.vars, s.samples["float64"], expr, domain, t0 + budget_s)
+        if hit is not None:
+            form, rec = hit
+            at = len(records) - 1 if wide else len(records)  # the float32 widening record stays last
+            records = records[:at] + [rec] + records[at:]
+            summary["float64"] = rec.bits["float64"]
     return StabilizeResult(form, records, s.exhausted, cpu_clock() - t0,
                            summary, s.used, s.timed_out, wide, note)
 

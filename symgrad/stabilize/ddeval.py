@@ -29,6 +29,7 @@ import sympy as sp
 from sympy.functions.elementary.piecewise import ExprCondPair
 
 from symgrad.ir.ops import sympy_functions
+from symgrad.ir.sympy_funcs import strip_dd
 
 from . import ddvalue as V
 from .ddvalue import XD
@@ -154,7 +155,7 @@ class DDEvaluator:
     """Evaluator of several SymPy expressions over shared subexpressions (see the module doc)."""
 
     def __init__(self, exprs: Sequence[sp.Expr], variables: Sequence[sp.Symbol]):
-        self.exprs = [sp.sympify(e) for e in exprs]
+        self.exprs = [strip_dd(e) for e in exprs]  # a double-double mark is the identity on values
         self.pos = {v: i for i, v in enumerate(variables)}
         for e in self.exprs:  # refuse unsupported nodes now, not at the first call
             self._check(e, set())

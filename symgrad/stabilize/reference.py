@@ -28,6 +28,7 @@ import numpy as np
 import sympy as sp
 
 from symgrad.ir.ops import sympy_functions, sympy_relations
+from symgrad.ir.sympy_funcs import strip_dd
 
 from .budget import check_deadline
 from .ddeval import compile_dd, round_certified
@@ -339,7 +340,7 @@ def compile_mpmath(expr: sp.Expr, variables: Sequence[sp.Symbol]) -> Callable[[S
 
     Errors (division by zero, domain errors) return ``mpmath.nan``.
     """
-    expr = sp.sympify(expr)
+    expr = strip_dd(expr)  # a double-double mark is the identity on values
     core = _compile(expr, {v: i for i, v in enumerate(variables)})
 
     def f(args):
