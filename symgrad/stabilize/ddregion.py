@@ -14,7 +14,10 @@ The candidates are the form with one subexpression ``N`` marked ``dd(N)``, for e
 the form that has a double-double routine (:func:`symgrad.ir.ddprogram.from_sympy_region`),
 cheapest first (fewest dd operations).  Each is scored with exactly the kernel's arithmetic
 (:func:`symgrad.ir.ddprogram.run`), first at the failing points, then at all of them; the first
-within 2 ulps everywhere and not worse on average is taken, and its cost is recorded.  float32
+within 1 ulp everywhere and not worse on average is taken (else the first within 2 ulps), and
+its cost is recorded.  The 1-ulp margin is there because the roundings left outside the region
+are only sampled: ``dd(x sigmoid(-x) + 1) * sigmoid(x)`` is within 2 ulps on the search's points
+and 3 ulps at some of 2000 points next to the root.  float32
 is not affected: its kernels compute the plain formula (in float64 when widened).
 """
 from __future__ import annotations
@@ -24,7 +27,7 @@ from typing import Sequence
 import numpy as np
 import sympy as sp
 
-from symgrad.ir.ddprogram import from_sympy_region, operation_count
+from symgrad.ir.ddprogram import UNARY, from_sympy_region, operation_count
 from symgrad.ir.sympy_funcs import dd
 
 from .accuracy import Sample, point_bits
@@ -33,10 +36,12 @@ from .result import RewriteRecord
 from .search import positions, replace_at
 from .widen import TWO_ULPS, stress_sample
 
-__all__ = ["NAME", "dd_region"]
+__all__ = ["NAME", "dd_region", "cost_note"]
 
 NAME = "double_double"
 MAX_CANDIDATES = 24  # regions scored at most (cheapest first)
+ELEMENTARY = frozenset(UNARY) - {"neg"}
+ONE_ULP = 1.0  # bits (log2(1 + 1))
 
 
 def _candidates(expr: sp.Expr):
@@ -54,6 +59,15 @@ def _candidates(expr: sp.Expr):
         out.append((operation_count(program), k, path, node))
     out.sort(key=lambda c: (c[0], c[1]))
     return [(n_ops, path, node) for n_ops, _, path, node in out]
+
+
+def cost_note(region: sp.Expr) -> str:
+    """``double-double region: N dd operations (k elementary functions)`` for the record and the CLI:
+    an elementary function (exp, log ...) costs some 30-45 dd additions and multiplications."""
+    program = from_sympy_region(region, sorted(region.free_symbols, key=lambda s: s.name))
+    n_fun = sum(1 for ins in program if ins[0] in ELEMENTARY)
+    funs = f"{n_fun} elementary function{'s' if n_fun != 1 else ''}"
+    return f"double-double region: {operation_count(program)} dd operations ({funs})"
 
 
 def _merge(a: Sample, b: Sample | None) -> Sample:
@@ -80,16 +94,17 @@ def dd_region(expr: sp.Expr, variables: Sequence[sp.Symbol], sample: Sample, ori
         return None
     bad = np.flatnonzero(before > TWO_ULPS + 1e-9)
     at_bad = Sample(full.dtype, full.X[bad], full.ref[bad])
-    for n_ops, path, node in _candidates(expr)[:MAX_CANDIDATES]:
-        if deadline is not None and cpu_clock() > deadline:
-            return None
-        cand = replace_at(expr, path, dd(node))
-        if point_bits(cand, variables, at_bad).max() > TWO_ULPS + 1e-9:
-            continue
-        after = point_bits(cand, variables, full)
-        if after.max() > TWO_ULPS + 1e-9 or after.mean() > before.mean() + 1e-9:
-            continue
-        bits = {"float64": (float(before.mean()), float(before.max()), float(after.mean()), float(after.max()))}
-        return cand, RewriteRecord(NAME, node, dd(node), bits, None, expr, cand,
-                                   f"double-double region: {n_ops} dd operations")
+    cands = _candidates(expr)[:MAX_CANDIDATES]
+    for target in (ONE_ULP, TWO_ULPS):  # a margin first: the sample shows the float64 rest's worst case
+        for n_ops, path, node in cands:  # only roughly (3 ulps off the sample for dd(...) * sigmoid(x))
+            if deadline is not None and cpu_clock() > deadline:
+                return None
+            cand = replace_at(expr, path, dd(node))
+            if point_bits(cand, variables, at_bad).max() > target + 1e-9:
+                continue
+            after = point_bits(cand, variables, full)
+            if after.max() > target + 1e-9 or after.mean() > before.mean() + 1e-9:
+                continue
+            bits = {"float64": (float(before.mean()), float(before.max()), float(after.mean()), float(after.max()))}
+            return cand, RewriteRecord(NAME, node, dd(node), bits, None, expr, cand, cost_note(node))
     return None
