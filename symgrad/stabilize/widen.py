@@ -61,7 +61,7 @@ def stress_sample(expr: sp.Expr, variables: Sequence[sp.Symbol], domain=None, dt
     sign = np.sign(ref)
     near = []
     for i in np.flatnonzero((sign[:-1] * sign[1:] < 0) & np.isfinite(ref[:-1]) & np.isfinite(ref[1:])):
-        a, b = ordinal(X[i:i + 1])[0], ordinal(X[i + 1:i + 2])[0]
+        a, b = int(ordinal(X[i:i + 1])[0]), int(ordinal(X[i + 1:i + 2])[0])  # Python ints: no int64 overflow
         while b - a > 1:  # bisect the sign change down to adjacent floats
             m = (a + b) // 2
             if np.sign(reference_values(fn, from_ordinal(np.array([m]), dt)[:, None], dt)[0]) == sign[i]:
