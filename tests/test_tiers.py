@@ -25,7 +25,7 @@ from symgrad.emit.module import KernelDef, emit_module
 from symgrad.emit.printer import KernelIO
 from symgrad.emit.tape import build_tape
 from symgrad.ir.ops import REGISTRY
-from symgrad.ir.rules.ddregion import NAME as DD_REGION
+from symgrad.ir.ddprogram import OP_NAME as DD_REGION
 from symgrad.runtime.gufunc import gufunc_call
 from symgrad.trace.trace import trace_program
 

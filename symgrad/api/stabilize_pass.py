@@ -22,7 +22,7 @@ from ..ir.from_sympy import from_sympy
 from ..ir.graph import Graph
 from ..ir.interpret import sympy_number
 from ..ir.ops import REGISTRY
-from ..ir.rules.ddregion import NAME as DD_REGION
+from ..ir.ddprogram import OP_NAME as DD_REGION
 from ..stabilize.budget import StabilizeBudgetExceeded, cpu_clock, hard_deadline
 
 MAX_REGION_NODES = 60

@@ -31,7 +31,7 @@ import numpy as np
 
 from ..ir.graph import Graph
 from ..ir.ops import REGISTRY
-from ..ir.rules.ddregion import NAME as DD_REGION
+from ..ir.ddprogram import OP_NAME as DD_REGION
 from ..ir.rules.structural import index_to_python, parse_spec
 
 # Exponents (and bases) for which LLVM rewrites pow with a literal constant operand (pow(x, 2.0)

@@ -50,17 +50,8 @@ __all__ = ["dd_two_sum", "dd_fast_two_sum", "dd_two_prod", "dd_add", "dd_mul", "
 DD_SPLITTER = 134217729.0  # 2^27 + 1 (Veltkamp)
 DD_SPLIT_LIMIT = 6.696928794914171e+299  # 2^996: above it the splitting product would overflow
 DD_INV_LN2 = 1.4426950408889634
-# ln 2 in 22-bit pieces (154 bits): k * piece is exact for |k| < 2^31
-DD_LN2_PARTS = (0.6931469440460205, 2.3651386982237455e-07, 5.497922809290928e-14, 2.0941741261527805e-21,
-                3.0311720282574886e-28, 8.928834683655317e-35, 1.0908257365428066e-41)
 DD_LN2_HI = 0.6931471805599453
 DD_LN2_LO = 2.3190468138462996e-17
-# 1/(k+1)! for k = 10, 9, ..., 0 as (hi, lo) pairs (Horner order): expm1(r)/r = sum r^k/(k+1)!
-DD_EXPM1_COEFFS = ((2.505210838544172e-08, -1.448814070935912e-24), (2.755731922398589e-07, 2.3767714622250297e-23),
-                   (2.7557319223985893e-06, -1.858393274046472e-22), (2.48015873015873e-05, 2.1511947866775882e-23),
-                   (0.0001984126984126984, 1.7209558293420705e-22), (0.001388888888888889, -5.300543954373577e-20),
-                   (0.008333333333333333, 1.1564823173178714e-19), (0.041666666666666664, 2.3129646346357427e-18),
-                   (0.16666666666666666, 9.25185853854297e-18), (0.5, 0.0), (1.0, 0.0))
 DD_SQRT_HALF = 0.7071067811865476
 
 
@@ -117,10 +108,19 @@ def dd_mul(ah, al, bh, bl):
     return h, l
 
 
+def dd_quotient(a, b):
+    """IEEE ``a / b`` of floats, also for ``b = 0`` (where Python raises ZeroDivisionError)."""
+    if b == 0.0:
+        if a != a or a == 0.0:
+            return math.nan
+        return math.copysign(math.inf, a) * math.copysign(1.0, b)
+    return a / b
+
+
 def dd_div(ah, al, bh, bl):
     """dd / dd: three float64 quotient digits (Hida, Li & Bailey 2001, QD's accurate division)."""
-    q1 = ah / bh
-    if q1 - q1 != 0.0 or bh == 0.0:
+    q1 = dd_quotient(ah, bh)
+    if q1 - q1 != 0.0:  # inf, NaN (a zero divisor included): float64's quotient
         return q1, 0.0
     ph, pl = dd_mul(q1, 0.0, bh, bl)
     rh, rl = dd_add(ah, al, -ph, -pl)
@@ -160,15 +160,29 @@ def dd_powi(ah, al, n):
     return rh, rl
 
 
+def dd_horner_step(ph, pl, rh, rl, ch, cl):
+    """``p * r + c`` in dd (one Horner step)."""
+    th, tl = dd_mul(ph, pl, rh, rl)
+    return dd_add(th, tl, ch, cl)
+
+
 def dd_expm1_small(xh, xl):
     """expm1 of a dd with ``|x| <= 0.35``, relatively accurate (see the module docstring)."""
     rh = xh * 0.00390625  # 2^-8: exact
     rl = xl * 0.00390625
-    ph, pl = DD_EXPM1_COEFFS[0]
-    for k in range(1, len(DD_EXPM1_COEFFS)):
-        ch, cl = DD_EXPM1_COEFFS[k]
-        ph, pl = dd_mul(ph, pl, rh, rl)
-        ph, pl = dd_add(ph, pl, ch, cl)
+    # expm1(r)/r = sum_k r^k/(k+1)!, k <= 10, coefficients 1/(k+1)! as (hi, lo) pairs (written out:
+    # Numba indexes a global tuple of pairs slowly)
+    ph, pl = 2.505210838544172e-08, -1.448814070935912e-24
+    ph, pl = dd_horner_step(ph, pl, rh, rl, 2.755731922398589e-07, 2.3767714622250297e-23)
+    ph, pl = dd_horner_step(ph, pl, rh, rl, 2.7557319223985893e-06, -1.858393274046472e-22)
+    ph, pl = dd_horner_step(ph, pl, rh, rl, 2.48015873015873e-05, 2.1511947866775882e-23)
+    ph, pl = dd_horner_step(ph, pl, rh, rl, 0.0001984126984126984, 1.7209558293420705e-22)
+    ph, pl = dd_horner_step(ph, pl, rh, rl, 0.001388888888888889, -5.300543954373577e-20)
+    ph, pl = dd_horner_step(ph, pl, rh, rl, 0.008333333333333333, 1.1564823173178714e-19)
+    ph, pl = dd_horner_step(ph, pl, rh, rl, 0.041666666666666664, 2.3129646346357427e-18)
+    ph, pl = dd_horner_step(ph, pl, rh, rl, 0.16666666666666666, 9.25185853854297e-18)
+    ph, pl = dd_horner_step(ph, pl, rh, rl, 0.5, 0.0)
+    ph, pl = dd_horner_step(ph, pl, rh, rl, 1.0, 0.0)
     ph, pl = dd_mul(ph, pl, rh, rl)
     for _ in range(8):  # expm1(2r) = expm1(r) (2 + expm1(r))
         th, tl = dd_add(ph, pl, 2.0, 0.0)
@@ -186,9 +200,13 @@ def dd_exp(xh, xl):
         return 0.0, 0.0
     k = math.floor(xh * DD_INV_LN2 + 0.5)
     kf = float(k)
-    rh, rl = xh, xl
-    for p in DD_LN2_PARTS:
-        rh, rl = dd_add(rh, rl, -kf * p, 0.0)
+    rh, rl = dd_add(xh, xl, -kf * 0.6931469440460205, 0.0)  # ln 2 in 22-bit pieces (154 bits):
+    rh, rl = dd_add(rh, rl, -kf * 2.3651386982237455e-07, 0.0)  # each product is exact for |k| < 2^31
+    rh, rl = dd_add(rh, rl, -kf * 5.497922809290928e-14, 0.0)
+    rh, rl = dd_add(rh, rl, -kf * 2.0941741261527805e-21, 0.0)
+    rh, rl = dd_add(rh, rl, -kf * 3.0311720282574886e-28, 0.0)
+    rh, rl = dd_add(rh, rl, -kf * 8.928834683655317e-35, 0.0)
+    rh, rl = dd_add(rh, rl, -kf * 1.0908257365428066e-41, 0.0)
     ph, pl = dd_expm1_small(rh, rl)
     eh, el = dd_add(1.0, 0.0, ph, pl)
     half = k // 2  # 2^k in two exact steps: 2.0 ** k alone overflows for k = 1024

@@ -27,9 +27,10 @@ from . import ddmath as D
 from .interpret import sympy_number
 from .sympy_funcs import dd, expm1, log1p, sigmoid, softplus
 
-__all__ = ["UNARY", "BINARY", "from_sympy_region", "to_sympy", "run", "run_many", "operation_count",
+__all__ = ["OP_NAME", "UNARY", "BINARY", "from_sympy_region", "to_sympy", "run", "run_many", "operation_count",
            "helper_name", "program_of", "INSTRUCTIONS"]
 
+OP_NAME = "dd_region"  # the graph op of a region (symgrad.ir.rules.ddregion)
 UNARY = {"neg": None, "exp": D.dd_exp, "expm1": D.dd_expm1, "log": D.dd_log, "log1p": D.dd_log1p,
          "sqrt": D.dd_sqrt, "sigmoid": D.dd_sigmoid, "softplus": D.dd_softplus}
 BINARY = {"add": D.dd_add, "sub": None, "mul": D.dd_mul, "div": D.dd_div}

@@ -9,9 +9,8 @@ from __future__ import annotations
 import sympy as sp
 
 from .graph import Graph
-from .ddprogram import from_sympy_region
+from .ddprogram import OP_NAME as DD_REGION, from_sympy_region
 from .ops import sympy_functions, sympy_relations
-from .rules.ddregion import NAME as DD_REGION
 from .sympy_funcs import dd
 
 # SymPy class -> op name, derived from each op's ``sympy`` facet (symgrad.ir.ops)

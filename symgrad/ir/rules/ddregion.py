@@ -23,11 +23,11 @@ import mpmath
 import numpy as np
 import sympy as sp
 
-from ..ddprogram import BINARY, helper_name, run_many, to_sympy
+from ..ddprogram import BINARY, OP_NAME, helper_name, run_many, to_sympy
 from ..ops import E, OpDef, REGISTRY, broadcast_shapes, register
 from ..sympy_funcs import dd
 
-NAME = "dd_region"
+NAME = OP_NAME
 
 
 def _infer(nodes, params):
