@@ -23,8 +23,9 @@ Algorithms:
   u = 2^-53); :func:`dd_div` is the QD library's three-quotient division (Hida, Li & Bailey
   2001); :func:`dd_sqrt` one Karp-Markstein correction of the float64 root;
 * :func:`dd_exp`: ``x = k ln2 + r`` with ln 2 in 22-bit pieces (Cody & Waite 1980; each
-  ``k * piece`` exact), ``expm1(r)`` by :func:`dd_expm1_small` (``r`` scaled by 2^-8,
-  degree-10 Taylor polynomial, eight doublings ``(1 + p)^2 - 1 = p (2 + p)``), then ``2^k``;
+  ``k * piece`` exact), ``expm1(r)`` by :func:`dd_expm1_small` (``r`` scaled by 2^-4,
+  degree-12 Taylor polynomial, its terms of degree 8 and more in float64, four doublings
+  ``(1 + p)^2 - 1 = p (2 + p)``), then ``2^k``;
 * :func:`dd_log` and :func:`dd_log1p`: ``x = m 2^e`` with ``m`` in [1/sqrt 2, sqrt 2), then
   ``log1p(m - 1)`` by one Newton step on ``expm1`` from the float64 ``log1p`` (the error of a
   Newton step is quadratic: 2^-106 relative from a 2^-53 start; Muller et al. (2018),
@@ -167,15 +168,22 @@ def dd_horner_step(ph, pl, rh, rl, ch, cl):
 
 
 def dd_expm1_small(xh, xl):
-    """expm1 of a dd with ``|x| <= 0.35``, relatively accurate (see the module docstring)."""
-    rh = xh * 0.00390625  # 2^-8: exact
-    rl = xl * 0.00390625
-    # expm1(r)/r = sum_k r^k/(k+1)!, k <= 10, coefficients 1/(k+1)! as (hi, lo) pairs (written out:
-    # Numba indexes a global tuple of pairs slowly)
-    ph, pl = 2.505210838544172e-08, -1.448814070935912e-24
-    ph, pl = dd_horner_step(ph, pl, rh, rl, 2.755731922398589e-07, 2.3767714622250297e-23)
-    ph, pl = dd_horner_step(ph, pl, rh, rl, 2.7557319223985893e-06, -1.858393274046472e-22)
-    ph, pl = dd_horner_step(ph, pl, rh, rl, 2.48015873015873e-05, 2.1511947866775882e-23)
+    """expm1 of a dd with ``|x| <= 0.35``, relatively accurate (see the module docstring).
+
+    ``r = x / 16`` (exact), ``expm1(r) = r p(r)`` with ``p(r) = sum_{k <= 12} r^k / (k+1)!``
+    (truncation below 2^-108 for ``|r| <= 0.022``): the terms of degree 8 and more, below 2^-53
+    of ``p``, in float64, the others in dd (Horner); then four doublings
+    ``expm1(2r) = expm1(r) (2 + expm1(r))``.  Coefficients 1/(k+1)! as (hi, lo) pairs, written
+    out (Numba indexes a global tuple of pairs slowly).
+    """
+    rh = xh * 0.0625  # 2^-4: exact
+    rl = xl * 0.0625
+    q = 1.1470745597729725e-11 * rh + 1.6059043836821613e-10
+    q = q * rh + 2.08767569878681e-09
+    q = q * rh + 2.505210838544172e-08
+    q = q * rh + 2.755731922398589e-07
+    q = q * rh + 2.7557319223985893e-06
+    ph, pl = dd_horner_step(q, 0.0, rh, rl, 2.48015873015873e-05, 2.1511947866775882e-23)
     ph, pl = dd_horner_step(ph, pl, rh, rl, 0.0001984126984126984, 1.7209558293420705e-22)
     ph, pl = dd_horner_step(ph, pl, rh, rl, 0.001388888888888889, -5.300543954373577e-20)
     ph, pl = dd_horner_step(ph, pl, rh, rl, 0.008333333333333333, 1.1564823173178714e-19)
@@ -184,7 +192,7 @@ def dd_expm1_small(xh, xl):
     ph, pl = dd_horner_step(ph, pl, rh, rl, 0.5, 0.0)
     ph, pl = dd_horner_step(ph, pl, rh, rl, 1.0, 0.0)
     ph, pl = dd_mul(ph, pl, rh, rl)
-    for _ in range(8):  # expm1(2r) = expm1(r) (2 + expm1(r))
+    for _ in range(4):
         th, tl = dd_add(ph, pl, 2.0, 0.0)
         ph, pl = dd_mul(ph, pl, th, tl)
     return ph, pl

@@ -18,6 +18,7 @@ roundings the kernel's helper executes, so the stabiliser scores what the kernel
 from __future__ import annotations
 
 import hashlib
+import os
 
 import mpmath
 import numpy as np
@@ -27,8 +28,24 @@ from . import ddmath as D
 from .interpret import sympy_number
 from .sympy_funcs import dd, expm1, log1p, sigmoid, softplus
 
-__all__ = ["OP_NAME", "UNARY", "BINARY", "from_sympy_region", "to_sympy", "run", "run_many", "operation_count",
+__all__ = ["dd_regions_enabled", "OP_NAME", "UNARY", "BINARY", "from_sympy_region", "to_sympy", "run", "run_many", "operation_count",
            "helper_name", "program_of", "INSTRUCTIONS"]
+
+def dd_regions_enabled() -> bool:
+    """Whether the stabiliser may choose double-double regions (``$SYMGRAD_DD_REGIONS``: ``1``, the
+    default, yes; ``0``: no, float64 kernels stay in float64 arithmetic, faster where a region would
+    have been chosen and less accurate there).  Part of every generated module's cache key.
+
+    Raises:
+      ValueError: the variable is set to something other than ``0`` or ``1``.
+    """
+    text = os.environ.get("SYMGRAD_DD_REGIONS", "").strip()
+    if text in ("", "1"):
+        return True
+    if text == "0":
+        return False
+    raise ValueError(f"SYMGRAD_DD_REGIONS must be 1 (double-double regions allowed, the default) or 0; got {text!r}")
+
 
 OP_NAME = "dd_region"  # the graph op of a region (symgrad.ir.rules.ddregion)
 UNARY = {"neg": None, "exp": D.dd_exp, "expm1": D.dd_expm1, "log": D.dd_log, "log1p": D.dd_log1p,

@@ -30,6 +30,8 @@ from typing import Mapping, Sequence
 import numpy as np
 import sympy as sp
 
+from symgrad.ir.ddprogram import dd_regions_enabled
+
 from .accept import accept
 from .accuracy import bits_of_error_report, ulp_bits
 from .budget import cpu_clock
@@ -101,7 +103,7 @@ def stabilize(expr: sp.Expr, variables: Sequence[sp.Symbol], *, domain: Mapping 
     if note is not None:
         wide = wide and form != expr  # the formula as written is kept as it is
         records, summary = _after_acceptance(expr, best.expr, form, wide, records, s, dtypes)
-    if "float64" in s.samples and cpu_clock() - t0 < budget_s:  # float64 beyond 2 ulps: a dd region
+    if "float64" in s.samples and dd_regions_enabled() and cpu_clock() - t0 < budget_s:  # float64 beyond 2 ulps
         hit = dd_region(form, s.vars, s.samples["float64"], expr, domain, t0 + budget_s)
         if hit is not None:
             form, rec = hit
