@@ -20,9 +20,9 @@ from __future__ import annotations
 
 import re
 
-from ..ir.ddprogram import operation_count, program_of, to_sympy
-
 import sympy as sp
+
+from ..ir.ddprogram import operation_count, program_of, to_sympy
 
 PATTERN = re.compile(r"\b_dd_region_[0-9a-f]{12}(?=\()")
 _CALLS = {"add": "_dd_add", "mul": "_dd_mul", "div": "_dd_div", "exp": "_dd_exp", "expm1": "_dd_expm1",
