@@ -154,3 +154,17 @@ def test_jit_of_a_region_matches_run_bit_for_bit():
     X = np.concatenate([np.linspace(-40, 40, 101), [-1.2784645, -1.2784644999999]])
     prog = g[out].params[0]
     assert list(mod.ddk(X)) == [run(prog, v) for v in X]
+
+
+def test_switch_turns_regions_off_and_keys_the_cache(monkeypatch):
+    swish1 = sp.diff(x / (1 + sp.exp(-x)), x)
+    key_on = cache_key("same program")
+    monkeypatch.setenv("SYMGRAD_DD_REGIONS", "0")
+    assert cache_key("same program") != key_on
+    res = stabilize(swish1, [x], budget_s=10.0)
+    assert not res.expr.has(dd)
+    monkeypatch.setenv("SYMGRAD_DD_REGIONS", "1")
+    assert stabilize(swish1, [x], budget_s=10.0).expr.has(dd)
+    monkeypatch.setenv("SYMGRAD_DD_REGIONS", "yes")
+    with pytest.raises(ValueError, match="SYMGRAD_DD_REGIONS"):
+        cache_key("same program")
