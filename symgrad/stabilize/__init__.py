@@ -76,7 +76,10 @@ def stabilize(expr: sp.Expr, variables: Sequence[sp.Symbol], *, domain: Mapping 
         n_points: sample points per dtype.
 
     Returns:
-        :class:`StabilizeResult` with the chosen expression and the applied rewrites.
+        :class:`StabilizeResult` with the chosen expression and the applied rewrites.  Where the
+        float64 form still exceeds 2 ulps, the expression may mark one subexpression ``dd(u)``:
+        evaluated in double-double in float64 kernels (:mod:`.ddregion`; the last-resort
+        candidate, its cost in the record; ``$SYMGRAD_DD_REGIONS=0`` turns it off).
     """
     t0 = cpu_clock()
     expr = sp.sympify(expr)
