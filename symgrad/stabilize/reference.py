@@ -28,6 +28,7 @@ import numpy as np
 import sympy as sp
 
 from symgrad.ir.ops import sympy_functions, sympy_relations
+from symgrad.ir.sympy_funcs import dd
 
 from .budget import check_deadline
 from .ddeval import compile_dd, round_certified
@@ -235,6 +236,8 @@ def _compile_node(expr, pos, rec):
         c = _const(expr)
         if c is not None:
             return c
+    if isinstance(expr, dd):  # a double-double mark is the identity on values
+        return rec(expr.args[0])
     if expr.is_Add:
         parts = [rec(a) for a in expr.args]
         track = not _is_exact(expr)
