@@ -40,6 +40,10 @@ __all__ = ["NAME", "dd_region", "cost_note"]
 
 NAME = "double_double"
 MAX_CANDIDATES = 24  # regions scored at most (cheapest first)
+# A region costs 10-100x the float64 formula per element (benchmarks/results/dd_regions.md): it is
+# tried only when float64 loses at least this many bits somewhere (2^6 = 64 ulps: cancellation
+# no rewrite can repair, as next to a root), not for the few ulps a libm rounding costs.
+MIN_LOSS_BITS = 6.0
 ELEMENTARY = frozenset(UNARY) - {"neg"}
 ONE_ULP = 1.0  # bits (log2(1 + 1))
 
@@ -90,7 +94,7 @@ def dd_region(expr: sp.Expr, variables: Sequence[sp.Symbol], sample: Sample, ori
     """
     full = _merge(sample, stress_sample(original, variables, domain, np.float64))
     before = point_bits(expr, variables, full)
-    if not len(before) or before.max() <= TWO_ULPS + 1e-9:
+    if not len(before) or before.max() < MIN_LOSS_BITS:
         return None
     bad = np.flatnonzero(before > TWO_ULPS + 1e-9)
     at_bad = Sample(full.dtype, full.X[bad], full.ref[bad])
@@ -108,3 +112,4 @@ def dd_region(expr: sp.Expr, variables: Sequence[sp.Symbol], sample: Sample, ori
             bits = {"float64": (float(before.mean()), float(before.max()), float(after.mean()), float(after.max()))}
             return cand, RewriteRecord(NAME, node, dd(node), bits, None, expr, cand, cost_note(node))
     return None
+
