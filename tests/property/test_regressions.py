@@ -286,3 +286,18 @@ def test_series_at_infinity_respects_the_deadline():
             T._COST.pop(key, None)
         else:
             T._COST[key] = saved
+
+
+def test_reference_outside_a_real_domain_is_nan_not_an_internal_error():
+    """The stabiliser's triage samples the whole float range: log1p(-9.6e66) is complex in mpmath,
+    and mpmath.hypot of it raised AttributeError (found by hypothesis 6.170).  The reference of a
+    node outside its real domain is NaN; the gradient is the closed form."""
+    import symgrad as sg
+
+    def f(x):
+        return np.sum(np.hypot(np.log1p(x), x)) + np.sum(np.exp(x))
+
+    x = np.array([0.73017974, 0.33333333])
+    u = np.log1p(x)
+    want = (u / (1 + x) + x) / np.hypot(u, x) + np.exp(x)
+    np.testing.assert_allclose(sg.grad(f)(x), want, rtol=1e-14)
