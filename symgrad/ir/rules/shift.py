@@ -18,7 +18,7 @@ from ..ops import OpDef, register
 
 
 def _amax(x):
-    """np.max clamped to the finite range (see :func:`_emit`), or SymPy's Max for the object
+    """np.max clamped to the finite range (as printed by :mod:`symgrad.emit.lowering.reductions`), or SymPy's Max for the object
     arrays of the interpreter's symbolic mode."""
     x = np.asarray(x)
     if x.dtype == object:
@@ -36,18 +36,8 @@ def _infer(nodes, params):
     return (), "f"
 
 
-def _emit(ctx, node, a):
-    """``np.max`` clamped to the finite range: an all ``-inf`` (or some ``+inf``) input must not
-    make ``u - m`` NaN; with the clamp ``log(sum(exp(u)))`` stays ``-inf`` (``+inf``) as written.
-    NaN propagates (Python's ``max``/``min`` keep a NaN first argument)."""
-    big = ctx.literal(float(np.finfo(ctx.dtype).max))
-    inner = f"np.max({a[0]})" if ctx.graph.shape(node.args[0]) else a[0]
-    return f"min(max({inner}, -{big}), {big})"
-
-
 register(OpDef(
     name="shift_max", infer=_infer, numpy=_amax,
-    emit=_emit,
     nondiff=True,
     ref="max-shift constant of log-sum-exp/softmax (Blanchard, Higham & Higham 2021, eq. 2.2); no derivative",
 ))
