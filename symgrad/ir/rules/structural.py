@@ -47,10 +47,6 @@ def unbroadcast(g: Graph, v: int, shape: tuple, nb: int) -> int:
     return v
 
 
-def zeros(g: Graph, shape) -> int:
-    return g.const(np.zeros(shape))
-
-
 def index_to_python(index: tuple):
     """Params form of an index (ints, ('s', start, stop, step), None) -> a numpy index."""
     return tuple(slice(*i[1:]) if isinstance(i, tuple) else i for i in index)
@@ -247,7 +243,7 @@ def _infer_concat(nodes, params):
 
 def _jvp_concat(g, node, t, nb):
     batch = next(g.shape(x)[:nb] for x in t if x is not None)
-    parts = [x if x is not None else zeros(g, batch + g.shape(a)) for x, a in zip(t, node.args)]
+    parts = [g.instantiate_zeros(x, batch + g.shape(a)) for x, a in zip(t, node.args)]
     return g.apply("concat", *parts, params=(node.params[0] + nb,))
 
 
