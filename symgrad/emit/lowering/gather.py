@@ -18,27 +18,29 @@ def _index_name(lines: list[str], text: str) -> str:
     return "_idx"
 
 
+def _loop(ctx, node, a, alloc: str, loop_shape: tuple, gather: bool) -> list[str]:
+    """``alloc`` the output, then one loop nest over ``loop_shape`` in which the ``axis``
+    subscript of the gathered-from (``gather``: the source ``a[0]``; else the output) is
+    ``int(idx[_i<axis>])``."""
+    axis = node.params[0]
+    lines = [f"{{out}} = {alloc}({node.shape!r}, dtype={ctx.dtype_expr})"]
+    idx = _index_name(lines, a[1])
+    loops, pad = element_loops(loop_shape)
+    plain = index_vars(len(loop_shape))
+    picked = list(plain)
+    picked[axis] = f"int({idx}[_i{axis}])"
+    out_i, src_i = (plain, picked) if gather else (picked, plain)
+    assign = "=" if gather else "+="
+    return lines + loops + [f"{pad}{{out}}[{', '.join(out_i)}] {assign} {a[0]}[{', '.join(src_i)}]"]
+
+
 @lowers("take")
 def _take(ctx, node, a):
-    """``out[i.., k, j..] = x[i.., int(idx[k]), j..]`` as one loop nest."""
-    (axis,), shape = node.params, node.shape
-    lines = [f"{{out}} = np.empty({shape!r}, dtype={ctx.dtype_expr})"]
-    idx = _index_name(lines, a[1])
-    loops, pad = element_loops(shape)
-    out_i = index_vars(len(shape))
-    src_i = list(out_i)
-    src_i[axis] = f"int({idx}[_i{axis}])"
-    return lines + loops + [f"{pad}{{out}}[{', '.join(out_i)}] = {a[0]}[{', '.join(src_i)}]"]
+    """``out[i.., k, j..] = x[i.., int(idx[k]), j..]`` as one loop nest over the output."""
+    return _loop(ctx, node, a, "np.empty", node.shape, gather=True)
 
 
 @lowers("take_add")
 def _take_add(ctx, node, a):
     """zeros, then ``out[i.., int(idx[k]), j..] += v[i.., k, j..]`` over the value's elements."""
-    (axis, _), vshape = node.params, ctx.graph.shape(node.args[0])
-    lines = [f"{{out}} = np.zeros({node.shape!r}, dtype={ctx.dtype_expr})"]
-    idx = _index_name(lines, a[1])
-    loops, pad = element_loops(vshape)
-    v_i = index_vars(len(vshape))
-    out_i = list(v_i)
-    out_i[axis] = f"int({idx}[_i{axis}])"
-    return lines + loops + [f"{pad}{{out}}[{', '.join(out_i)}] += {a[0]}[{', '.join(v_i)}]"]
+    return _loop(ctx, node, a, "np.zeros", ctx.graph.shape(node.args[0]), gather=False)
