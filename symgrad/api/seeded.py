@@ -12,8 +12,6 @@ Neural Computation 6 (1994).
 """
 from __future__ import annotations
 
-import numpy as np
-
 from ..compile.cache import cache_key, cached_module, load_module
 from ..emit.module import KernelDef, emit_module
 from ..emit.names import Namespace, kernel_names
@@ -64,8 +62,7 @@ def seeded_kernel(program: TracedProgram, k: int, ncolours: int, mode: str, stab
             target = gradient_nodes(g, y, [x])[0] if mode == "hvp" else y
             (dot,) = jvp_nodes(g, [x], [seed], [target], nb=1)
             shape = (ncolours,) + g.shape(target)
-        if dot is None:
-            dot = g.const(np.zeros(shape))
+        dot = g.instantiate_zeros(dot, shape)
         doc = {"jvp": f"Jacobian of {program.name} times {ncolours} seed vectors ({seed_name})",
                "vjp": f"{ncolours} seed vectors ({seed_name}) times the Jacobian of {program.name}",
                "hvp": f"Hessian of {program.name} times {ncolours} seed vectors ({seed_name})"}[mode]

@@ -71,6 +71,22 @@ class Graph:
         self.consts.setdefault(nid, arr)
         return nid
 
+    def zeros(self, shape: tuple[int, ...]) -> int:
+        """The zero array of ``shape`` (a float constant node).
+
+        The transforms pass a derivative that is identically zero as ``None`` (the symbolic
+        zero of autograd's VJPs and JAX's ``ad.Zero``), so no node is built for it and sums
+        skip it.  Where a node is needed after all (a kernel output, an operand of ``concat``,
+        a Jacobian block), it becomes this constant, here and nowhere else
+        (:meth:`instantiate_zeros`).
+        """
+        return self.const(np.zeros(shape))
+
+    def instantiate_zeros(self, nid: int | None, shape: tuple[int, ...]) -> int:
+        """``nid``, or :meth:`zeros` of ``shape`` if ``nid`` is the symbolic zero ``None``
+        (JAX's ``ad.instantiate_zeros``)."""
+        return self.zeros(shape) if nid is None else nid
+
     def eye(self, shape: tuple[int, ...]) -> int:
         """The identity seed ``np.eye(n).reshape(shape)`` with ``n = shape[0]``."""
         return self._add("eye", (), (tuple(shape),), tuple(shape), "f")

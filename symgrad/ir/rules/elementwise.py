@@ -175,7 +175,7 @@ def _simp_mul(g, args, params, shape):
         if g.is_const(x, -1.0) and _same_shape(g, y, shape):
             return g.apply("neg", y)
         if g.ad_mode and g.is_const(x, 0.0) and g[y].kind == "f":  # a symbolic zero partial
-            return g.const(np.zeros(shape))
+            return g.zeros(shape)
     for x, y in ((a, b), (b, a)):  # y * (1 / z) -> y / z in derivatives: one rounding instead of two
         if g.ad_mode and g[x].op == "div" and g.is_const(g[x].args[0], 1.0) and g[y].kind == "f":
             return g.apply("div", y, g[x].args[1])
