@@ -162,7 +162,7 @@ class _Body:
     # -- statements ------------------------------------------------------------------------
     def assign(self, nid: int, target: str, is_output_array: bool = False) -> None:
         """Emit statements computing ``nid`` into ``target`` (a new name or an output array)."""
-        g, node = self.g, self.g[nid]
+        node = self.g[nid]
         op = REGISTRY.get(node.op)
         self.source_line(nid)
         self.lines += _comment_lines(self.comments, nid, self.code_name)
