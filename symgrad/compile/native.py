@@ -156,21 +156,24 @@ class NativeKernel:
         self.n_regs = max(tape.n_regs, 1)
 
     def __call__(self, *arrays):
-        tape = self.tape
         ins, outs = arrays[:self.n_in], arrays[self.n_in:]
         n = outs[0].shape[0]
-        if ins:
-            X = np.concatenate([np.asarray(a, dtype=self.compute).reshape(n, -1) for a in ins], axis=1)
+        if len(ins) == 1 and ins[0].dtype == self.compute and ins[0].flags.c_contiguous:
+            X = ins[0]  # the common case: one argument array, read in place
+        elif ins:
+            X = np.ascontiguousarray(np.concatenate(
+                [np.asarray(a, dtype=self.compute).reshape(n, -1) for a in ins], axis=1))
         else:
             X = np.zeros((n, 0), dtype=self.compute)
-        X = np.ascontiguousarray(X)
-        Y = np.empty((n, tape.out_slots.size), dtype=self.compute)
+        direct = len(outs) == 1 and outs[0].dtype == self.compute and outs[0].flags.c_contiguous
+        Y = outs[0] if direct else np.empty((n, self.tape.out_slots.size), dtype=self.compute)
         regs = np.empty(self.n_regs, dtype=self.compute)
         self._run(X.ctypes.data, Y.ctypes.data, n, regs.ctypes.data)
-        start = 0
-        for o, size in zip(outs, self.out_sizes):
-            o.reshape(n, size)[...] = Y[:, start:start + size]
-            start += size
+        if not direct:
+            start = 0
+            for o, size in zip(outs, self.out_sizes):
+                o.reshape(n, size)[...] = Y[:, start:start + size]
+                start += size
 
 
 def native_kernel(tape: Tape, name: str, dtype: str, key: str) -> NativeKernel:
