@@ -41,6 +41,13 @@ class Node:
     kind: str = "f"
 
 
+def _all_constant(arg_nodes) -> bool:
+    for n in arg_nodes:
+        if n.op != "const" and n.op != "bconst":
+            return False
+    return True
+
+
 @dataclass
 class Graph:
     """A growing DAG of :class:`Node` s with value numbering."""
@@ -140,16 +147,19 @@ class Graph:
             simpler = opdef.simplify(self, args, params, shape)
             if simpler is not None:
                 return simpler
-        if (args and opdef.numpy is not None
-                and all(n.op == "const" or n.op == "bconst" for n in arg_nodes)
+        if (args and opdef.numpy is not None and _all_constant(arg_nodes)
                 and (int(np.prod(shape)) <= FOLD_MAX_SIZE
                      or all(self.scalar_value(a) is not None for a in args if self.nodes[a].op == "const"))):
             with np.errstate(all="ignore"):
                 val = opdef.numpy(*[self.consts[a] for a in args], *params)
             val = np.broadcast_to(np.asarray(val), shape)
             return self.bool_const(val) if kind == "b" else self.const(val)
-        if opdef.commutative:
-            args = tuple(sorted(args, key=lambda a: (self.nodes[a].op != "const", a)))
+        if opdef.commutative and len(args) == 2:  # constants first, then by id (one canonical form)
+            a, b = args
+            if (nodes[a].op != "const", a) > (nodes[b].op != "const", b):
+                args = (b, a)
+        elif opdef.commutative:
+            args = tuple(sorted(args, key=lambda a: (nodes[a].op != "const", a)))
         return self._add(op, tuple(args), params, shape, kind)
 
     def _add(self, op, args, params, shape, kind) -> int:
