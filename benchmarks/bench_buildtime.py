@@ -206,12 +206,13 @@ def worker(peer, H, D, repeats):
         out["interp_install_s"] = interp_install_s
         entry = next(iter(fn.compiled._entries.values()))
         out["tier"] = entry.tier
-        if entry.tier == "interpreter":  # calls while Numba compiles in a child process
+        if entry.tier == "interpreter":  # calls while LLVM compiles the native code in a thread
             number = max(1, int(2e-3 / max(min(timeit.repeat(lambda: fn(p), number=1, repeat=3)), 1e-7)))
             out["interp_eval_s"] = statistics.median(timeit.repeat(lambda: fn(p), number=number, repeat=repeats)) / number
         print(json.dumps(out), flush=True)  # the first-result figures, should the compile outlast the timeout
         fn.wait_compiled()
         out["compiled_s"] = time.perf_counter() - t0
+        out["compiled_tier"] = entry.tier  # "native" (LLVM from the tape) or "compiled" (the Numba module)
         if peer == "symgrad":
             rw = sg.trace(make_loss(H, D, xd, yd, np.tanh), p, signature="(n)->()").rewrites()
             out["stab_cpu_s"] = rw.cpu_s
@@ -314,8 +315,9 @@ def report(results, sizes, peers, cmd) -> str:
     lines += tab("Build: traced function to first gradient value (wall time, fresh process and caches)", "build_s")
     lines += tab("Build, CPU time of the building process (the machine is shared: wall time includes waiting)",
                  "build_cpu_s")
-    lines += tab("symgrad: traced function to the compiled tier serving calls (wall; first results came from "
-                 "the interpreter tier meanwhile for programs of 1000 operations or more)", "compiled_s")
+    lines += tab("symgrad: traced function to the compiled tier serving calls (wall; programs of 1000 operations "
+                 "or more answer first from the interpreter, then from native code that LLVM compiles from the "
+                 "tape in a thread; smaller ones compile the Numba module before the first result)", "compiled_s")
     lines += tab("Evaluation per gradient call (median of repeats, one float64 vector; symgrad: compiled tier)",
                  "eval_s")
     lines += tab("symgrad interpreter tier: evaluation per gradient call while the compiled tier is built "

@@ -104,3 +104,35 @@ def test_tables_are_derived_from_the_registry():
         "norm_inf", "inv", "solve", "det", "cholesky"}      # linear algebra
     assert set(reference._OVERRIDES) <= set(REGISTRY), "an mpmath override names no op"
     assert set(reference._ILL_OPS) <= set(REGISTRY)
+
+
+# -- lowering: every op prints, and the printing lives in emit/ ------------------------------------
+
+def test_every_op_has_a_printer_once_emit_is_loaded():
+    """symgrad.emit.lowering fills the ``emit`` facet of the non-elementwise ops (ir/ cannot import
+    emit/); an op registered without a printer, elementwise or not, fails here."""
+    import symgrad.emit.printer  # noqa: F401  (imports symgrad.emit.lowering)
+
+    missing = sorted(name for name, op in REGISTRY.items() if not callable(op.emit))
+    assert not missing, f"ops without a Numba printer: {missing} (add one in symgrad/emit/lowering/)"
+
+
+def test_install_printer_refuses_unknown_ops_and_second_printers():
+    from symgrad.ir.ops import install_printer
+
+    with pytest.raises(ValueError, match="no op 'no_such_op' is registered"):
+        install_printer("no_such_op", lambda ctx, node, a: "")
+    with pytest.raises(ValueError, match="op 'sum' has a printer already"):
+        import symgrad.emit.printer  # noqa: F401
+        install_printer("sum", lambda ctx, node, a: "")
+
+
+def test_the_ir_prints_no_loops():
+    """Lowering lives in symgrad/emit: no module of symgrad/ir writes a loop header or a
+    ``{out}`` statement of generated code."""
+    from pathlib import Path
+
+    root = Path(symgrad.__file__).parent / "ir"
+    offenders = [str(p.relative_to(root.parent)) for p in sorted(root.rglob("*.py"))
+                 if "in range({" in p.read_text() or "{{out}}" in p.read_text()]
+    assert not offenders, f"Numba loop printing in the IR: {offenders}; move it to symgrad/emit/lowering/"

@@ -1,11 +1,12 @@
-"""The interpreter tier (issue 15 point 3): same values as the compiled tier, bit for bit.
+"""The interpreter and native tiers (issue 15 points 2 and 3): the compiled module's values, bit for bit.
 
 Random programs (the property-test generator, :mod:`tests.property.strategies`) are traced,
 differentiated in every mode (jit, grad, jvp, vjp, hvp, hessian: one combined kernel),
-stabilised, then run on both tiers in float64 and float32 at random points.  Results must be
-identical bits (signed zeros and NaNs included).  The public API's tiered path is checked too:
-first calls answer from the interpreter while Numba compiles in a child process, then the
-compiled module takes over with the same values.
+stabilised, then run on the three tiers (generated Numba module, interpreter, native code from
+LLVM IR) in float64 and float32 at random points.  Results must be identical bits (signed zeros
+and NaNs included).  The public API's tiered path is checked too: first calls answer from the
+interpreter while LLVM compiles the native code in a thread, then the native code takes over
+with the same values, and the generated module, when asked for, gives them too.
 """
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from symgrad.api.build import build_kernel
 from symgrad.api.stabilize_pass import stabilize_kernel
 from symgrad.compile.cache import cache_key, load_module
 from symgrad.compile.interpreter import tape_spec
+from symgrad.compile.native import native_spec
 from symgrad.emit.module import KernelDef, emit_module
 from symgrad.emit.printer import KernelIO
 from symgrad.emit.tape import build_tape
@@ -55,7 +57,7 @@ def _both_tiers(program, stabilize: bool):
     assert tape is not None, "every op the generator draws has a tape lowering"
     key = cache_key(p.fingerprint(), "tier-test", stabilize)
     module = load_module(kd.name, key, emit_module(p.graph, [kd], ["tier test"]))
-    return getattr(module, kd.name), tape_spec(kd.name, tape), kd
+    return getattr(module, kd.name), (tape_spec(kd.name, tape), native_spec(kd.name, tape, key)), kd
 
 
 def _same_bits(a, b) -> bool:
@@ -79,16 +81,17 @@ def _points(program, ins, rng, n=7):
 
 
 def _check(program, stabilize, seed):
-    compiled, spec, kd = _both_tiers(program, stabilize)
+    compiled, specs, kd = _both_tiers(program, stabilize)
     rng = np.random.default_rng(seed)
     args = _points(program, kd.args, rng)
     for dtype in ("float64", "float32"):
         xs = [a.astype(dtype) for a in args]
         want = compiled(*xs)
-        got = gufunc_call(spec, tuple(xs))
-        want, got = (want, got) if isinstance(want, tuple) else ((want,), (got,))
-        for name, w, g in zip([o.name for o in kd.outputs], want, got):
-            assert _same_bits(w, g), f"{dtype} {name}: compiled {w!r} interpreter {g!r}\n{program.source()}"
+        for tier, spec in zip(("interpreter", "native"), specs):
+            got = gufunc_call(spec, tuple(xs))
+            want, got = (want, got) if isinstance(want, tuple) else ((want,), (got,))
+            for name, w, g in zip([o.name for o in kd.outputs], want, got):
+                assert _same_bits(w, g), f"{dtype} {name}: compiled {w!r} {tier} {g!r}\n{program.source()}"
 
 
 _SETTINGS = dict(deadline=None, derandomize=True, database=None)  # each example compiles a Numba module
@@ -151,20 +154,22 @@ def test_every_elementwise_op_bit_identical_including_special_values():
     x, y = np.meshgrid(base, rng.permutation(base))
     cols = [x.ravel(), y.ravel(), rng.integers(0, 4, x.size).astype(float)]
     cols += [rng.standard_normal(x.size) for _ in kd.args[3:]]  # tangents (n's tangent included)
-    spec = tape_spec(kd.name, tape)
+    specs = {"interpreter": tape_spec(kd.name, tape),
+             "native": native_spec(kd.name, tape, cache_key(p.fingerprint(), "tier-op-test"))}
     names = [f"{n}" for n in ELEMENTWISE] + [f"d {n}" for n in ELEMENTWISE]
     for dtype in ("float64", "float32"):
-        with np.errstate(all="ignore"):
-            xs = [c.astype(dtype) for c in cols]
-            want = getattr(module, kd.name)(*xs)
-            got = gufunc_call(spec, tuple(xs))
-        for w, g, name in zip(want, got, names):
-            bad = ~(np.isnan(w) & np.isnan(g) | ((w == g) & (np.signbit(w) == np.signbit(g))))
-            assert not bad.any(), (f"{name} {dtype} at x={xs[0][bad][:3]}, y={xs[1][bad][:3]}: compiled "
-                                   f"{w[bad][:3]} interpreter {g[bad][:3]}")
+        for tier, spec in specs.items():
+            with np.errstate(all="ignore"):
+                xs = [c.astype(dtype) for c in cols]
+                want = getattr(module, kd.name)(*xs)
+                got = gufunc_call(spec, tuple(xs))
+            for w, g, name in zip(want, got, names):
+                bad = ~(np.isnan(w) & np.isnan(g) | ((w == g) & (np.signbit(w) == np.signbit(g))))
+                assert not bad.any(), (f"{name} {dtype} at x={xs[0][bad][:3]}, y={xs[1][bad][:3]}: compiled "
+                                       f"{w[bad][:3]} {tier} {g[bad][:3]}")
 
 
-def test_public_api_answers_from_the_interpreter_then_the_compiled_tier():
+def test_public_api_answers_from_the_interpreter_then_native_code_then_the_module():
     loss, grad_ref, n = make_mlp(6, 5)
     g = sg.grad(loss, signature="(n)->()", tiered=True)
     p = np.random.default_rng(3).standard_normal(n) * 0.5
@@ -176,10 +181,13 @@ def test_public_api_answers_from_the_interpreter_then_the_compiled_tier():
     batch_interp = g(P)  # batches and float32 on the interpreter (or already compiled: same bits)
     f32_interp = g(P.astype(np.float32))
     g.wait_compiled()
-    assert entry.tier == "compiled"
-    assert _same_bits(g(p), first)
-    assert _same_bits(g(P), batch_interp)
-    assert _same_bits(g(P.astype(np.float32)), f32_interp)
+    assert entry.tier == "native"
+    for _ in range(2):  # native code, then the generated Numba module (compiled on request)
+        assert _same_bits(g(p), first)
+        assert _same_bits(g(P), batch_interp)
+        assert _same_bits(g(P.astype(np.float32)), f32_interp)
+        entry.promote(wait=True, module=True)
+        assert entry.tier == "compiled"
     assert f32_interp.dtype == np.float32
 
 
@@ -209,22 +217,40 @@ def test_tiered_false_and_environment_compile_in_the_calling_thread(monkeypatch)
     loss, _, n = make_mlp(3, 2)
     g = sg.grad(loss, signature="(n)->()")
     g(np.zeros(n))
-    assert next(iter(g.compiled._entries.values())).job is None
+    assert next(iter(g.compiled._entries.values())).tiered is None
+
+
+def test_a_failed_native_compile_falls_back_on_the_module():
+    from symgrad.compile import native
+
+    loss, grad_ref, n = make_mlp(2, 3, seed=8)
+    p = np.linspace(-1, 1, n)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(native, "native_spec", lambda *a: (_ for _ in ()).throw(RuntimeError("simulated LLVM crash")))
+        g = sg.grad(loss, signature="(n)->()", tiered=True)
+        first = g(p)
+        entry = next(iter(g.compiled._entries.values()))
+        entry.tiered.native.wait()
+        g.wait_compiled()  # the native compile failed: waits for the module instead
+    assert entry.tier == "compiled"
+    assert _same_bits(g(p), first)
 
 
 def test_a_failed_background_compile_warns_and_keeps_answering(monkeypatch):
-    from symgrad.compile import background
+    from symgrad.compile import background, native
 
     def broken(*args):
         raise RuntimeError("simulated compiler crash")
 
     monkeypatch.setattr(background, "_compile_in_child", broken)
+    monkeypatch.setattr(native, "native_spec", broken)
     loss, grad_ref, n = make_mlp(2, 3, seed=7)
     g = sg.grad(loss, signature="(n)->()", tiered=True)
     p = np.linspace(-1, 1, n)
     g(p)
     entry = next(iter(g.compiled._entries.values()))
-    entry.job.wait()
+    entry.tiered.native.wait()
+    entry.tiered.module_job().wait()
     with pytest.warns(sg.SymgradWarning, match="simulated compiler crash"):
         value = g(p)
     np.testing.assert_allclose(value, grad_ref(p), rtol=1e-12, atol=1e-14)
@@ -240,4 +266,4 @@ def test_programs_the_tape_cannot_lower_wait_for_the_compiled_tier():
     g = sg.grad(logdet, tiered=True)
     a = np.array([[2.0, 0.3], [0.1, 1.5]])
     np.testing.assert_allclose(g(a), np.linalg.inv(a).T, rtol=1e-12)
-    assert next(iter(g.compiled._entries.values())).job is None
+    assert next(iter(g.compiled._entries.values())).tiered is None

@@ -161,7 +161,7 @@ def _dtype_shim(dtypes) -> list[str]:
     else:
         conv = "np.asarray(a, np.float32)"
     return ["", "",
-            f"_gufunc_call = gufunc_call",
+            "_gufunc_call = gufunc_call",
             "",
             "",
             "def gufunc_call(spec, args, parallel=False):",

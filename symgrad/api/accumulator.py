@@ -118,9 +118,5 @@ class ForwardAccumulator(Recorder):
                 out = eager_node(ctx, leaf)
                 nid = jvp_nodes(g, inputs, tangents, [out])[0] if inputs else None
                 shape = g.shape(out)
-            if nid is None:
-                results.append(None if unconnected == "none" else
-                               ctx.leaf(np.zeros(shape, dtype=_dtype_of(leaf)), "zeros"))
-            else:
-                results.append(ctx.wrap(nid))
+            results.append(ctx.derivative(nid, shape, _dtype_of(leaf), unconnected))
         return tree_unflatten(tree, results)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import functools
 import inspect
-import os
 import threading
 import warnings
 from dataclasses import dataclass
@@ -18,7 +17,8 @@ from typing import Callable
 import numpy as np
 
 from ..compile.background import CompileJob
-from ..compile.cache import cache_key, cached_module
+from ..compile.native import NativeJob, cached_tape, save_tape
+from ..compile.cache import cache_key, cached_module, write_module
 from ..compile.interpreter import tape_spec, warm_interpreter
 from ..emit.names import spec_name
 from ..errors import ArgumentError, SignatureError, SymgradWarning, format_error
@@ -26,11 +26,12 @@ from ..trace.captures import Captures
 from ..trace.pytree import tree_flatten
 from ..trace.signature import parse_signature
 from ..trace.trace import TracedProgram, trace_default, trace_program
-from ..runtime.gufunc import PLAIN_TYPES, gufunc_call
+from ..runtime.gufunc import PLAIN_TYPES
 from ..trace.tracer import Tracer
 from .argnums import leaf_ranges, normalize_argnums
 from .transformations import Assembly, transformation
 from .pipeline import build
+from .tiers import TIER_MIN_OPS, Tiered, tiered_default
 
 # Tracing, differentiating and loading run under one re-entrant lock: nested transformations build
 # inside an outer build on the same thread, and a first call racing from many threads builds once.
@@ -41,91 +42,69 @@ _BUILD_LOCK = threading.RLock()
 class Entry:
     """One compiled transformation at one argument structure and core shapes.
 
-    ``fn`` is the generated module's entry point, or while the compiled tier is being built in
-    the background (``job``), a :class:`Tiered` entry point answering from the interpreter.
+    ``fn`` is the generated module's entry point, or for a large program still being compiled
+    in the background, a :class:`~symgrad.api.tiers.Tiered` entry point answering from the
+    interpreter, then from native code (``tiered``).
     """
 
     fn: Callable
     assemble: Callable
     program: TracedProgram
-    printed: str | None  # the module's source text (None while the background job prints it)
+    printed: str | None  # the module's source text (None until asked for: printing costs time)
     identity: bool
     key: str = ""  # the generated module's cache key (a Dask KernelRecipe carries it to workers)
-    job: CompileJob | None = None
+    tiered: Tiered | None = None
+    make_source: Callable[[], str] | None = None
 
     @property
     def source(self) -> str:
         """The generated module's source text."""
         if self.printed is None:
-            self.printed = self.job.source
+            self.printed = self.make_source()
         return self.printed
 
     @property
     def source_path(self) -> str:
-        """Path of the generated module's file (waits for a background compile)."""
-        self.promote(wait=True)
+        """Path of the generated module's file (if the module was not compiled, its text written
+        now to the cache's ``sources/`` folder)."""
+        if self.tiered is not None and self.tiered.tier != "compiled":
+            path = write_module(self.tiered.name, self.key, self.source, subdir="sources")
+            if path is not None:
+                return str(path)
+            self.promote(wait=True, module=True)
         return self.fn.__globals__["__file__"]
 
     @property
     def tier(self) -> str:
-        """``"compiled"`` or ``"interpreter"`` (the tier answering calls now)."""
-        return "interpreter" if self.job is not None and self.job.module is None else "compiled"
+        """``"compiled"`` (the generated module), ``"native"`` or ``"interpreter"``: the tier
+        answering calls now."""
+        return "compiled" if self.tiered is None else self.tiered.tier
 
-    def promote(self, wait: bool = False) -> bool:
-        """Make ``fn`` the compiled entry point if its background compile has finished (or, with
-        ``wait``, once it has); True if ``fn`` is the compiled entry point now."""
-        job = self.job
-        if job is None:
+    def promote(self, wait: bool = False, module: bool = False) -> bool:
+        """Make ``fn`` the generated module's entry point if that module is compiled (with
+        ``module``, compile it; with ``wait``, wait for it); True if ``fn`` is that entry point.
+        Without ``module``, ``wait`` waits for the native tier instead.
+
+        Raises:
+          RuntimeError: with ``wait``, the background compile failed (calls keep working on
+            the interpreter tier).
+        """
+        t = self.tiered
+        if t is None:
             return True
-        if wait:
-            job.wait()
-        if not job.done():
-            return False
-        if job.module is None:  # the compile failed: the interpreter keeps answering
+        if module:
             if wait:
-                raise RuntimeError(format_error(
-                    f"symgrad could not compile {self.program.name}'s kernel in the background ({job.error})",
-                    "calls are answered by the interpreter tier, which gives the same values",
-                    "report this as a symgrad bug, with the function; set SYMGRAD_TIERED=0 to compile in "
-                    "the calling thread"))
+                t.wait_module()
+            else:
+                t.module_job()
+        elif wait:
+            t.wait()
+        job = t.job
+        if job is None or job.module is None:
             return False
-        self.fn = getattr(job.module, self.fn.name)
-        self.job = None
+        self.fn = getattr(job.module, t.name)
+        self.tiered = None
         return True
-
-
-class Tiered:
-    """Entry point of a kernel whose compiled tier is still being built: calls run the
-    interpreter (:mod:`symgrad.compile.interpreter`, the same values bit for bit) until the
-    background compile has finished, then the compiled module's entry point."""
-
-    def __init__(self, name: str, spec, job: CompileJob):
-        self.name, self.spec, self.job = name, spec, job
-        self._warned = False
-
-    def __call__(self, *args):
-        module = self.job.module
-        if module is not None:
-            return getattr(module, self.name)(*args)
-        if self.job.error is not None and not self._warned:
-            self._warned = True
-            warnings.warn(SymgradWarning(
-                f"symgrad could not compile {self.name} in the background ({self.job.error}); calls keep "
-                f"running on the interpreter tier (same values, slower). Set SYMGRAD_TIERED=0 to compile "
-                f"in the calling thread and see the error."), stacklevel=3)
-        return gufunc_call(self.spec, args)
-
-
-# Programs with at least this many operations answer their first calls from the interpreter tier
-# while Numba compiles (SYMGRAD_TIERED=1: every program; 0: none); smaller ones compile in well
-# under a second.
-TIER_MIN_OPS = 1000
-
-
-def tiered_default() -> str:
-    """``$SYMGRAD_TIERED``: ``"1"`` always, ``"0"`` never, else ``"auto"`` (by program size)."""
-    value = os.environ.get("SYMGRAD_TIERED", "auto").strip().lower()
-    return {"1": "1", "true": "1", "yes": "1", "0": "0", "false": "0", "no": "0"}.get(value, "auto")
 
 
 class Compiled:
@@ -182,10 +161,10 @@ class Compiled:
             self._retrace_if_captures_changed()
         if _has_dask(leaves):  # lazy: one dask.array.apply_gufunc over the compiled kernel
             entry = self.entry_for(args, leaves, in_tree)
-            entry.promote(wait=True)  # workers load the compiled module
+            entry.promote(wait=True, module=True)  # workers load the generated module
             return entry.assemble(run_entry(entry, leaves, self.name))
         entry = self.entry_for(args, leaves, in_tree)
-        if entry.job is not None and entry.promote():
+        if entry.tiered is not None and entry.tiered.job is not None and entry.promote():
             self._try_route(entry, in_tree, leaves)
         # leaves that are neither plain nor tracers (array-likes) are converted here, so the entry
         # point's fallback to this method cannot recur
@@ -247,7 +226,7 @@ class Compiled:
                     if self._captures is None:
                         self._captures = Captures(self.fn)
                     entry = self._entries[key] = self._build(args, in_tree, cores, program)
-                    if entry.job is None:
+                    if entry.tiered is None:
                         self._try_route(entry, in_tree, leaves)
         return entry
 
@@ -264,7 +243,9 @@ class Compiled:
             self._route(entry.fn)
 
     def wait_compiled(self) -> None:
-        """Block until every entry built so far runs on the compiled tier (benchmarks, tests).
+        """Block until every entry built so far runs on a compiled tier: native code for the large
+        programs that answered from the interpreter, the generated module otherwise (benchmarks,
+        tests).
 
         Raises:
           RuntimeError: a background compile failed (calls still work, on the interpreter tier).
@@ -291,23 +272,31 @@ class Compiled:
                         self.parallel)
         kname = f"{program.name}_{self.kind}"
         module = cached_module(kname, key)
-        job = None
-        if module is None:
+        tiered = source = None
+        tape = cached_tape(key) if module is None and self._use_tiers(TIER_MIN_OPS) else None
+        if tape is not None:  # built before as a large program: its tape and native code are on disk
+            make_source = _printer(program, self.kind, wrt, self.stabilize, self.parallel)
+        elif module is None:
             b = build(program, self.kind, wrt, stabilize=self.stabilize, parallel=self.parallel)
             tape = b.tape() if self._use_tiers(b.n_ops) else None
-            source = None
-            if tape is not None:  # first calls from the interpreter; printing and compiling in the background
-                warm_interpreter()
-                job = CompileJob(kname, key, b.source)
-                fn = Tiered(kname, tape_spec(kname, tape), job)
-            else:
+            make_source = b.source
+            if tape is None:
                 _warn_if_large(program, b.n_ops, kname)
                 module = b.load(key)
+            else:
+                save_tape(key, tape)
+        if tape is not None:  # first calls from the interpreter; native code compiled in the background
+            warm_interpreter()
+            fn = tiered = Tiered(kname, tape_spec(kname, tape), NativeJob(kname, key, tape),
+                                 lambda: CompileJob(kname, key, make_source))
+            if self.parallel:  # the native code loops over a batch on one thread; the module in parallel
+                tiered.module_job()
         if module is not None:
             fn, source = getattr(module, kname), module.__symgrad_source__
         assembly = Assembly(program, nums, single, ranges, wrt)
         t = self.transformation
-        return Entry(fn, lambda flat: t.assemble(assembly, flat), program, source, t.identity(assembly), key, job)
+        return Entry(fn, lambda flat: t.assemble(assembly, flat), program, source, t.identity(assembly), key,
+                     tiered, None if tiered is None else make_source)
 
     def _check_outputs(self, p: TracedProgram) -> None:
         sig = self.signature
@@ -325,6 +314,15 @@ class Compiled:
         return self.entry_for(args).source
 
 
+
+
+def _printer(program: TracedProgram, kind: str, wrt, stabilize, parallel) -> Callable[[], str]:
+    """The generated module's source, built and printed on first use (a large program loaded
+    from its cached tape has not been differentiated in this process)."""
+    @functools.lru_cache(maxsize=1)
+    def source() -> str:
+        return build(program, kind, wrt, stabilize=stabilize, parallel=parallel, copy=True).source()
+    return source
 
 
 LARGE_KERNEL_NODES = 50_000
@@ -373,6 +371,6 @@ def run_entry(entry: Entry, leaves, fn_name: str):
     if _has_dask(leaves):
         from .dask_arrays import apply_entry
 
-        entry.promote(wait=True)  # workers load the compiled module
+        entry.promote(wait=True, module=True)  # workers load the generated module
         return apply_entry(entry, list(leaves), fn_name)
     return entry.fn(*leaves)

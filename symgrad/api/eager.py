@@ -103,6 +103,15 @@ class EagerContext(TraceContext):
     def wrap(self, nid: int) -> "EagerTensor":
         return EagerTensor(self, nid)
 
+    def derivative(self, nid: int | None, shape: tuple, dtype, unconnected: str) -> "EagerTensor | None":
+        """The tensor of derivative node ``nid``.  Where the derivative is the symbolic zero
+        (``nid`` None: the target does not depend on the source), TensorFlow's
+        ``unconnected_gradients`` decides: ``"none"`` gives None, ``"zero"`` a zeros tensor of
+        ``shape`` and ``dtype``."""
+        if nid is not None:
+            return self.wrap(nid)
+        return None if unconnected == "none" else self.leaf(np.zeros(shape, dtype=dtype), "zeros")
+
     def apply(self, op: str, *args, params: tuple = ()) -> "EagerTensor":
         ids = self.float_operands(op, [to_node(self, a) for a in args])
         try:

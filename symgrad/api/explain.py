@@ -17,7 +17,8 @@ import sympy as sp
 
 from ..ir.interpret import evaluate, sympy_number
 from ..ir.ops import REGISTRY
-from ..ir.rules.structural import index_to_source, parse_spec
+from ..emit.lowering.structural import index_to_source
+from ..ir.rules.structural import parse_spec
 from ..transforms import jvp_nodes, vjp_nodes
 from ..trace.pytree import tree_flatten
 from .explanation import AdjointStep, Contribution, Explanation, NodeStep, TangentStep

@@ -77,7 +77,7 @@ def _grad(n: NestedCall, with_value: bool = False):
     g = n.ctx.graph
     y = n.scalar_output()
     bars = vjp_nodes(g, [y], [g.const(np.ones(g.shape(y)))], n.wrt)
-    grads = n.per_arg([b if b is not None else g.const(np.zeros(g.shape(w))) for b, w in zip(bars, n.wrt)])
+    grads = n.per_arg([g.instantiate_zeros(b, g.shape(w)) for b, w in zip(bars, n.wrt)])
     return (n.ctx.wrap(y), grads) if with_value else grads
 
 

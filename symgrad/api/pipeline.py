@@ -13,8 +13,11 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass, field
 
-from ..compile.cache import load_module
+from typing import Callable
+
+from ..compile.cache import cached_module, load_module
 from ..emit.module import KernelDef, emit_module
+from ..emit.names import Namespace, kernel_names
 from ..emit.printer import KernelIO
 from ..emit.tape import Tape, build_tape
 from ..trace.trace import TracedProgram
@@ -24,7 +27,7 @@ from .shift_pass import shift_reductions
 from .stabilize_pass import budget_of, stabilize_kernel
 from .transformations import scalar_output
 
-__all__ = ["Build", "build", "build_higher_order"]
+__all__ = ["Build", "build", "build_higher_order", "build_outputs", "cached_or_built"]
 
 
 @dataclass
@@ -122,6 +125,37 @@ def build_higher_order(program: TracedProgram, wrt: list, order: int, *, stabili
     ins = [KernelIO(n, i, g.shape(i)) for n, i in zip(program.arg_names, program.inputs)]
     kernel = KernelDef(f"{program.name}_d{order}", f"Order-{order} partial derivatives of {program.name}", ins, outs)
     return _stabilized(program, f"d{order}", wrt, kernel, kernel_header(program, f"order-{order} partials"), stabilize)
+
+
+def build_outputs(program: TracedProgram, kind: str, wrt: list, outputs: Callable, *,
+                  stabilize: bool | float = True) -> Build:
+    """A kernel of the program's arguments whose outputs the caller adds to the graph (compressed
+    seeds, sparse entries), stabilised and described as :func:`build` does.
+
+    Args:
+      program: the traced program (its graph grows).
+      kind: the kernel's kind, used in its name ``<program>_<kind>`` and header.
+      wrt: indices into ``program.inputs`` of the differentiated leaves.
+      outputs: ``outputs(g, fresh) -> (doc, extra_inputs, outputs)``: builds the output nodes in
+        the graph ``g`` and returns the kernel's docstring, its arguments beyond the program's
+        and its outputs (lists of :class:`~symgrad.emit.printer.KernelIO`); ``fresh(base)``
+        returns a kernel-unique variable name.
+      stabilize: as in :func:`build`.
+    """
+    g = program.graph
+    kname = f"{program.name}_{kind}"
+    ns = Namespace(kernel_names(kname))
+    ins = [KernelIO(ns.fresh(n), i, g.shape(i)) for n, i in zip(program.arg_names, program.inputs)]
+    doc, extra, outs = outputs(g, ns.fresh)
+    kernel = KernelDef(kname, doc, ins + list(extra), list(outs))
+    return _stabilized(program, kind, wrt, kernel, kernel_header(program, kind), stabilize)
+
+
+def cached_or_built(name: str, key: str, make: Callable[[], Build]):
+    """The generated module ``name`` under cache ``key``: from the cache, or built by ``make()``,
+    written and imported."""
+    module = cached_module(name, key)
+    return module if module is not None else make().load(key)
 
 
 def _stabilized(program, kind, wrt, kernel: KernelDef, header: list, stabilize) -> Build:

@@ -134,7 +134,7 @@ class GradientTape(Recorder):
                                  f"has {len(outs)}; give one upstream gradient per target")
             cts = []
             for c, o in zip(c_leaves, outs):
-                cid = g.const(np.zeros(g.shape(o))) if c is None else eager_node(ctx, c)
+                cid = g.zeros(g.shape(o)) if c is None else eager_node(ctx, c)
                 if g.shape(cid) != g.shape(o):
                     if np.broadcast_shapes(g.shape(cid), g.shape(o)) != g.shape(o):
                         raise ValueError(f"GradientTape.gradient: an output gradient has shape {g.shape(cid)} but "
@@ -142,11 +142,6 @@ class GradientTape(Recorder):
                     cid = g.apply("broadcast_to", cid, params=(g.shape(o),))
                 cts.append(cid)
         return outs, cts
-
-    def _result(self, nid, like_shape, dtype, unconnected):
-        if nid is None:
-            return None if unconnected == "none" else self._ctx.leaf(np.zeros(like_shape, dtype=dtype), "zeros")
-        return self._ctx.wrap(nid)
 
     def gradient(self, target, sources, output_gradients=None, unconnected_gradients="none"):
         """Gradient of ``target`` (summed over its elements and leaves) with respect to ``sources``.
@@ -180,7 +175,7 @@ class GradientTape(Recorder):
         groups = [self._source_nodes(s) for s in s_leaves]
         wrt = sorted({n for grp in groups if grp for n in grp})
         bars = dict(zip(wrt, vjp_nodes(g, outs, cts, wrt))) if wrt else {}
-        results = [self._result(_sum_blocks(g, grp, bars), np.shape(leaf), _dtype_of(leaf), unconnected)
+        results = [self._ctx.derivative(_sum_blocks(g, grp, bars), np.shape(leaf), _dtype_of(leaf), unconnected)
                    for leaf, grp in zip(s_leaves, groups)]
         return tree_unflatten(s_tree, results)
 
@@ -209,7 +204,7 @@ class GradientTape(Recorder):
             except NotImplementedError:  # reverse-mode Jacobian through some custom rules
                 rows = jacobian_nodes(g, live, [out], mode="fwd")
             blocks = dict(zip(live, rows[0]))
-        results = [self._result(_sum_blocks(g, grp, blocks), g.shape(out) + np.shape(leaf), _dtype_of(leaf),
+        results = [self._ctx.derivative(_sum_blocks(g, grp, blocks), g.shape(out) + np.shape(leaf), _dtype_of(leaf),
                                 unconnected) for leaf, grp in zip(s_leaves, groups)]
         return tree_unflatten(s_tree, results)
 

@@ -126,7 +126,7 @@ class Traced:
         tans = [g.input(n, g.shape(x)) for n, x in zip(names, p.inputs)]
         env = {t: symbols_for(n, g.shape(t)) for n, t in zip(names, tans)}
         dots = jvp_nodes(g, p.inputs, tans, p.outputs)
-        dots = [d if d is not None else g.const(np.zeros(g.shape(o))) for d, o in zip(dots, p.outputs)]
+        dots = [g.instantiate_zeros(d, g.shape(o)) for d, o in zip(dots, p.outputs)]
         return [to_sympy(env[t]) for t in tans], self._sympy(dots, env, simplify)
 
     def vjp_expr(self, simplify: bool = False):
@@ -138,7 +138,7 @@ class Traced:
         cts = [g.input(n, g.shape(o)) for n, o in zip(names, p.outputs)]
         env = {c: symbols_for(n, g.shape(c)) for n, c in zip(names, cts)}
         bars = vjp_nodes(g, p.outputs, cts, p.inputs)
-        bars = [b if b is not None else g.const(np.zeros(g.shape(x))) for b, x in zip(bars, p.inputs)]
+        bars = [g.instantiate_zeros(b, g.shape(x)) for b, x in zip(bars, p.inputs)]
         return [to_sympy(env[c]) for c in cts], self._sympy(bars, env, simplify)
 
     def _scalar_out(self) -> int:

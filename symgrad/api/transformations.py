@@ -23,8 +23,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-import numpy as np
-
 from ..emit.printer import KernelIO
 from ..errors import SignatureError, format_error
 from ..trace.pytree import tree_unflatten
@@ -49,11 +47,6 @@ def scalar_output(p: TracedProgram, kind: str) -> int:
             "a gradient is defined for a real-valued (scalar) function",
             "reduce the output (np.sum), or use symgrad.jacobian / symgrad.vjp for vector outputs"))
     return p.outputs[0]
-
-
-def _zero(g, nid, like):
-    """``nid``, or a zero constant shaped like node ``like`` when the derivative is identically zero."""
-    return g.const(np.zeros(g.shape(like))) if nid is None else nid
 
 
 @dataclass
@@ -162,7 +155,7 @@ def _build_vjp(k: KernelPlan) -> str:
     cts = k.add_inputs([f"{n}_bar" for n in k.onames], p.outputs)
     bars = vjp_nodes(g, p.outputs, cts, k.xs)
     for n, b, x in zip(k.xnames, bars, k.xs):
-        k.out(k.fresh(f"{n}_bar"), _zero(g, b, x), g.shape(x))
+        k.out(k.fresh(f"{n}_bar"), g.instantiate_zeros(b, g.shape(x)), g.shape(x))
     names = [io.name for io in k.ins[-len(cts):]] if cts else []
     return (f"VJP of {p.name}: cotangents ({', '.join(names)}) -> "
             f"({', '.join(o.name for o in k.outs)})")
@@ -176,7 +169,7 @@ def _build_jvp(k: KernelPlan) -> str:
     for n, o in zip(k.onames, p.outputs):
         k.out(n, o, g.shape(o))
     for n, d, o in zip(k.onames, dots, p.outputs):
-        k.out(k.fresh(f"{n}_dot"), _zero(g, d, o), g.shape(o))
+        k.out(k.fresh(f"{n}_dot"), g.instantiate_zeros(d, g.shape(o)), g.shape(o))
     return f"JVP of {p.name}: tangents ({', '.join(names)}) -> outputs and their tangents"
 
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-import numpy as np
 
 from .common import CLIError, Progress, add_derive_options, example_args, parse_dims, render, resolve_wrt
 from .named import definitions, user_variables

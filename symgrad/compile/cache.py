@@ -227,13 +227,18 @@ def cached_module(name: str, key: str):
     return _loaded_or(key, load)
 
 
-def write_module(name: str, key: str, source: str) -> Path | None:
+def write_module(name: str, key: str, source: str, subdir: str | None = None) -> Path | None:
     """Write ``source`` to its file in the cache directory (unless an intact copy is there);
-    its path, or None without a usable cache directory."""
+    its path, or None without a usable cache directory.  With ``subdir`` the file goes into that
+    subfolder, where :func:`cached_module` does not look (a module's text for reading, not for
+    loading: loading an uncompiled module would compile it)."""
     directory = usable_cache_dir()
     if directory is None:
         return None
     path = directory / f"{name}_{key[:20]}.py"
+    if subdir is not None:
+        path = directory / subdir / path.name
+        path.parent.mkdir(exist_ok=True)
     if not source.endswith("\n"):
         source += "\n"
     with _LOCK:

@@ -33,10 +33,10 @@ def opcode_expression(name: str, dtype: str) -> str:
         return A
     if name == "where":
         return f"{B} if {_bool_arg(A)} else {C}"
-    if name in ("amax_step", "amin_step"):  # symgrad.ir.rules.reductions._emit_reduce
+    if name in ("amax_step", "amin_step"):  # symgrad.emit.lowering.reductions._reduce
         keeps = "<=" if name == "amax_step" else ">="
         return f"{B} if ({A} == {A} and not ({B} {keeps} {A})) else {A}"
-    if name == "shift_clamp":  # symgrad.ir.rules.shift._emit on a scalar
+    if name == "shift_clamp":  # symgrad.emit.lowering.reductions._shift_max on a scalar
         big = float_literal(float(np.finfo(dtype).max), dtype)
         return f"min(max({A}, -{big}), {big})"
     if name.startswith("pow_x^"):

@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 
 from ..ir.graph import Graph, Node
 from ..ir.ops import REGISTRY
+from . import lowering  # noqa: F401  (installs the printers of the non-elementwise ops)
+from .loops import element_loops, index_vars
 from .names import NODE_REF, TempNamer, comment_lines, float_literal
 from .prelude import vecmath_enabled
 
@@ -162,7 +164,7 @@ class _Body:
     # -- statements ------------------------------------------------------------------------
     def assign(self, nid: int, target: str, is_output_array: bool = False) -> None:
         """Emit statements computing ``nid`` into ``target`` (a new name or an output array)."""
-        g, node = self.g, self.g[nid]
+        node = self.g[nid]
         op = REGISTRY.get(node.op)
         self.source_line(nid)
         self.lines += _comment_lines(self.comments, nid, self.code_name)
@@ -251,12 +253,9 @@ class _Body:
 
     def copy(self, target: str, source: str, shape: tuple, scalar: bool = False) -> None:
         """Element loop ``target[i...] = source[i...]`` (Numba compiles slice assignment slowly)."""
-        pad = ""
-        for k, n in enumerate(shape):
-            self.lines.append(f"{pad}for _i{k} in range({n}):")
-            pad += "    "
-        idx = ", ".join(f"_i{k}" for k in range(len(shape)))
-        self.lines.append(f"{pad}{target}[{idx}] = {source if scalar else f'{source}[{idx}]'}")
+        loops, pad = element_loops(shape)
+        idx = ", ".join(index_vars(len(shape)))
+        self.lines += loops + [f"{pad}{target}[{idx}] = {source if scalar else f'{source}[{idx}]'}"]
 
     def _loop(self, nid: int, target: str, is_output_array: bool) -> None:
         node = self.g[nid]
@@ -264,13 +263,11 @@ class _Body:
         dtype = "np.bool_" if node.kind == "b" else self.ctx.dtype_expr
         if not is_output_array:
             self.lines.append(f"{target} = np.empty({shape!r}, dtype={dtype})")
-        pad = ""
-        for k, n in enumerate(shape):
-            self.lines.append(f"{pad}for _i{k} in range({n}):")
-            pad += "    "
+        loops, pad = element_loops(shape)
+        self.lines += loops
         items = [self.render(a, shape) for a in node.args]
         text, _ = self._elementwise(node, items, scalar=True)
-        idx = ", ".join(f"_i{k}" for k in range(len(shape)))
+        idx = ", ".join(index_vars(len(shape)))
         self.lines.append(f"{pad}{target}[{idx}] = {text}")
 
 

@@ -14,7 +14,7 @@ The tape computes exactly what the compiled kernel computes, bit for bit:
 * data movement (indexing, reshapes, transposes, broadcasts, concatenation, scatters into
   zeros, gathers) costs no instruction: it only rearranges which register each element is;
 * accumulating ops (sums, contractions, scatter-adds, cumulative sums, running max/min) add
-  in the order of the loops :mod:`symgrad.ir.rules` prints for them, starting from the same
+  in the order of the loops :mod:`symgrad.emit.lowering` prints for them, starting from the same
   zero, so the rounding is the same.  ``tests/test_tiers.py`` checks the two tiers agree on
   random programs and inputs.
 
@@ -292,13 +292,13 @@ def _take(b, g, node, a):
     return np.ascontiguousarray(np.take(x, _const_index(g, node.args[1]), axis=axis))
 
 
-# -- structural ops that accumulate: the printed loop orders (symgrad/ir/rules) ----------------
+# -- structural ops that accumulate: the printed loop orders (symgrad/emit/lowering) -----------
 def _add_into(b: _Builder, acc: np.ndarray, pos: tuple, value: int) -> None:
     acc[pos] = b.emit("add", int(acc[pos]), int(value))
 
 
 def _sum(b, g, node, a):
-    """``_emit_sum``: zeros (or 0.0), then ``out[kept] += x[idx]`` over x in C order."""
+    """``emit.lowering.structural._sum``: zeros (or 0.0), then ``out[kept] += x[idx]`` over x in C order."""
     (axes,) = node.params
     shape = g.shape(node.args[0])
     x = np.broadcast_to(_arr(a[0]), shape)
@@ -310,7 +310,7 @@ def _sum(b, g, node, a):
 
 
 def _contract(b, g, node, a):
-    """``_emit_contract``: the outer-product form (accumulate into zeros) or the dot form
+    """``emit.lowering.structural._contract``: the outer-product form (accumulate into zeros) or the dot form
     (a ``0.0`` accumulator per output element), with its loop order."""
     sa, sb, out = parse_spec(node.params[0])
     shape_a, shape_b = g.shape(node.args[0]), g.shape(node.args[1])
@@ -345,7 +345,7 @@ def _contract(b, g, node, a):
 
 
 def _take_add(b, g, node, a):
-    """``_emit_take_add``: zeros, then ``out[.., idx[k], ..] += v[.., k, ..]`` over v in C order."""
+    """``emit.lowering.gather._take_add``: zeros, then ``out[.., idx[k], ..] += v[.., k, ..]`` over v in C order."""
     axis, _ = node.params
     vshape = g.shape(node.args[0])
     v = np.broadcast_to(_arr(a[0]), vshape)
@@ -359,7 +359,7 @@ def _take_add(b, g, node, a):
 
 
 def _cumsum(b, g, node, a):
-    """``_emit_cumsum``: along the axis each element adds its predecessor."""
+    """``emit.lowering.reductions._cumsum``: along the axis each element adds its predecessor."""
     axis, reverse = node.params
     shape = node.shape
     x = np.broadcast_to(_arr(a[0]), shape)
@@ -377,7 +377,7 @@ def _cumsum(b, g, node, a):
 
 
 def _chooser(step: str, start: float, axes_of, absolute: bool = False):
-    """``amax``/``amin`` (``_emit_reduce``) and ``norm_inf``: a running value replaced unless
+    """``amax``/``amin`` (``emit.lowering.reductions._reduce``) and ``norm_inf`` (``_norm_inf``): a running value replaced unless
     ``v <= acc`` (``>=``); a NaN, once stored, stays."""
     def lower(b, g, node, a):
         shape = g.shape(node.args[0])

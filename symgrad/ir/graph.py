@@ -41,6 +41,13 @@ class Node:
     kind: str = "f"
 
 
+def _all_constant(arg_nodes) -> bool:
+    for n in arg_nodes:
+        if n.op != "const" and n.op != "bconst":
+            return False
+    return True
+
+
 @dataclass
 class Graph:
     """A growing DAG of :class:`Node` s with value numbering."""
@@ -70,6 +77,22 @@ class Graph:
         nid = self._add("const", (), key_params, arr.shape, "f")
         self.consts.setdefault(nid, arr)
         return nid
+
+    def zeros(self, shape: tuple[int, ...]) -> int:
+        """The zero array of ``shape`` (a float constant node).
+
+        The transforms pass a derivative that is identically zero as ``None`` (the symbolic
+        zero of autograd's VJPs and JAX's ``ad.Zero``), so no node is built for it and sums
+        skip it.  Where a node is needed after all (a kernel output, an operand of ``concat``,
+        a Jacobian block), it becomes this constant, here and nowhere else
+        (:meth:`instantiate_zeros`).
+        """
+        return self.const(np.zeros(shape))
+
+    def instantiate_zeros(self, nid: int | None, shape: tuple[int, ...]) -> int:
+        """``nid``, or :meth:`zeros` of ``shape`` if ``nid`` is the symbolic zero ``None``
+        (JAX's ``ad.instantiate_zeros``)."""
+        return self.zeros(shape) if nid is None else nid
 
     def eye(self, shape: tuple[int, ...]) -> int:
         """The identity seed ``np.eye(n).reshape(shape)`` with ``n = shape[0]``."""
@@ -124,16 +147,19 @@ class Graph:
             simpler = opdef.simplify(self, args, params, shape)
             if simpler is not None:
                 return simpler
-        if (args and opdef.numpy is not None
-                and all(n.op == "const" or n.op == "bconst" for n in arg_nodes)
+        if (args and opdef.numpy is not None and _all_constant(arg_nodes)
                 and (int(np.prod(shape)) <= FOLD_MAX_SIZE
                      or all(self.scalar_value(a) is not None for a in args if self.nodes[a].op == "const"))):
             with np.errstate(all="ignore"):
                 val = opdef.numpy(*[self.consts[a] for a in args], *params)
             val = np.broadcast_to(np.asarray(val), shape)
             return self.bool_const(val) if kind == "b" else self.const(val)
-        if opdef.commutative:
-            args = tuple(sorted(args, key=lambda a: (self.nodes[a].op != "const", a)))
+        if opdef.commutative and len(args) == 2:  # constants first, then by id (one canonical form)
+            a, b = args
+            if (nodes[a].op != "const", a) > (nodes[b].op != "const", b):
+                args = (b, a)
+        elif opdef.commutative:
+            args = tuple(sorted(args, key=lambda a: (nodes[a].op != "const", a)))
         return self._add(op, tuple(args), params, shape, kind)
 
     def _add(self, op, args, params, shape, kind) -> int:

@@ -14,14 +14,14 @@ without unrolling one pass per basis vector.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable
 
 import numpy as np
 
 from .graph import OPS, Graph
 
-__all__ = ["OpDef", "REGISTRY", "register", "E", "broadcast_shapes", "sympy_functions",
+__all__ = ["OpDef", "REGISTRY", "register", "install_printer", "E", "broadcast_shapes", "sympy_functions",
            "sympy_relations"]
 
 
@@ -38,7 +38,11 @@ class OpDef:
         (or None for a zero partial), built from the primal output ``out``.
       jvp / vjp: structural ops: ``jvp(g, node, tangents, nb)``,
         ``vjp(g, node, cotangent, nb)``; see :mod:`symgrad.ir.rules.structural`.
-      emit: ``emit(ctx, node, arg_strs) -> str`` Numba expression.
+      emit: ``emit(ctx, node, arg_strs)``: a Numba expression (``str``), or for ``statement``
+        ops a list of lines using ``{out}``.  Elementwise ops give it here; the structural,
+        reduction, gather and linear-algebra ops are lowered to loops in
+        :mod:`symgrad.emit.lowering`, which fills this slot when imported (:func:`install_printer`;
+        ``ir`` cannot import ``emit``, the layer above it).
       mpmath: elementwise ops: ``mpmath(*mpf) -> mpf``, the value at the current mpmath
         precision (the stabiliser's reference evaluator; it may override a few for speed
         or loss tracking, keyed by op name, in :mod:`symgrad.stabilize.reference`).
@@ -59,7 +63,7 @@ class OpDef:
 
     name: str
     infer: Callable
-    emit: Callable
+    emit: Callable | None = None
     numpy: Callable | None = None
     sympy: Callable | None = None
     partials: Callable | None = None
@@ -91,6 +95,25 @@ def register(op: OpDef) -> OpDef:
         raise ValueError(f"op {op.name!r} gives no derivative; pass nondiff=True if that is intended")
     REGISTRY[op.name] = op
     return op
+
+
+def install_printer(name: str, emit: Callable) -> None:
+    """Fill the ``emit`` facet of the registered op ``name`` (the op's other facets stay as declared).
+
+    Called once per op by the lowering modules of :mod:`symgrad.emit.lowering` when they are
+    imported, the way ``jax.interpreters.mlir.register_lowering`` attaches a lowering to a
+    primitive declared elsewhere.
+
+    Raises:
+      ValueError: no op ``name`` is registered, or it has a printer already (two lowerings of
+        one op would depend on import order).
+    """
+    op = REGISTRY.get(name)
+    if op is None:
+        raise ValueError(f"install_printer: no op {name!r} is registered; register its OpDef in symgrad/ir/rules first")
+    if op.emit is not None:
+        raise ValueError(f"install_printer: op {name!r} has a printer already; give each op one lowering")
+    REGISTRY[name] = replace(op, emit=emit)
 
 
 def sympy_functions() -> dict:

@@ -155,7 +155,6 @@ def _call_blocked(kernel, consts, views, outs, spec, batch, dtype):
     block of them is a view the kernel writes into directly.
     """
     per_item = max([math.prod(c) for c in (*spec.in_cores, *spec.out_cores)] + [1])
-    nd = len(batch)
     if not batch:
         blocks = [((), 1)]
     else:

@@ -36,6 +36,7 @@ __all__ = ["Captures", "captured_values", "FULL_CHECKSUM_ELEMENTS"]
 FULL_CHECKSUM_ELEMENTS = 1 << 14
 _MAX_SEQUENCE = 64
 _DEPTH = 2
+_EMPTY = object()  # a name not bound (yet)
 
 
 def _is_numeric(v) -> bool:
@@ -63,10 +64,16 @@ def _code_names(code) -> set[str]:
     return names
 
 
-def captured_values(fn) -> list[tuple[str, object]]:
-    """(where, value) for every number or array ``fn`` may read from outside its arguments."""
+def captured_values(fn, reads: list | None = None) -> list[tuple[str, object]]:
+    """(where, value) for every number or array ``fn`` may read from outside its arguments.
+
+    With a list ``reads``, also appends ``(container, key, value)`` for every lookup the walk
+    made (a closure cell with key None, or a mutable mapping and its key) and the object it
+    found: while each lookup still finds the same object, the walk would find the same values.
+    """
     found: dict[int, tuple[str, object]] = {}
     seen: set[int] = set()
+    note = reads.append if reads is not None else (lambda item: None)
 
     def add(where: str, v, depth: int) -> None:
         if _is_numeric(v):
@@ -75,8 +82,10 @@ def captured_values(fn) -> list[tuple[str, object]]:
             visit(v, depth - 1, where)
         elif _is_user_object(v) and id(v) not in seen:
             seen.add(id(v))
-            for k, attr in list(vars(v).items()):
+            attrs = vars(v)
+            for k, attr in list(attrs.items()):
                 if _is_numeric(attr):
+                    note((attrs, k, attr))
                     add(f"{where}.{k}", attr, depth)
 
     def visit(f, depth: int, prefix: str = "") -> None:
@@ -87,6 +96,7 @@ def captured_values(fn) -> list[tuple[str, object]]:
             for k, a in enumerate(f.args):
                 add(f"{prefix or 'partial'}.args[{k}]", a, depth)
             for k, a in (f.keywords or {}).items():
+                note((f.keywords, k, a))
                 add(f"{prefix or 'partial'}.keywords[{k!r}]", a, depth)
             visit(f.func, depth, prefix)
             return
@@ -99,13 +109,18 @@ def captured_values(fn) -> list[tuple[str, object]]:
         if f.__closure__:
             for name, cell in zip(code.co_freevars, f.__closure__):
                 try:
-                    add(name, cell.cell_contents, depth)
+                    value = cell.cell_contents
                 except ValueError:  # an empty cell (a name assigned after the function was made)
-                    pass
+                    value = _EMPTY
+                note((cell, None, value))
+                if value is not _EMPTY:
+                    add(name, value, depth)
         glb = getattr(f, "__globals__", {})
         for name in sorted(_code_names(code)):
-            if name in glb:
-                add(name, glb[name], depth)
+            value = glb.get(name, _EMPTY)
+            note((glb, name, value))
+            if value is not _EMPTY:
+                add(name, value, depth)
 
     visit(fn, _DEPTH)
     return list(found.values())
@@ -126,20 +141,43 @@ def _fingerprint(v):
 
 
 class Captures:
-    """Fingerprints of the values ``fn`` reads from outside its arguments (see the module docstring)."""
+    """Fingerprints of the values ``fn`` reads from outside its arguments (see the module docstring).
 
-    __slots__ = ("fn", "items", "prints")
+    :meth:`changed` runs on every call, so it does not walk the function again: it repeats the
+    walk's lookups (``reads``) and checks that each finds the object it found then (a rebound
+    name sends it to the full walk), then fingerprints the values that can change in place
+    (arrays and lists).
+    """
+
+    __slots__ = ("fn", "items", "prints", "reads", "mutable")
 
     def __init__(self, fn):
         self.fn = fn
-        self.items = captured_values(fn)
+        self.reads: list = []
+        self.items = captured_values(fn, self.reads)
         self.prints = [_fingerprint(v) for _, v in self.items]
+        self.mutable = [k for k, (_, v) in enumerate(self.items) if isinstance(v, (np.ndarray, list))]
 
     def __bool__(self) -> bool:
         return bool(self.items)
 
+    def _same_bindings(self) -> bool:
+        for container, key, value in self.reads:
+            if key is None:
+                try:
+                    now = container.cell_contents
+                except ValueError:
+                    now = _EMPTY
+            else:
+                now = container.get(key, _EMPTY)
+            if now is not value:
+                return False
+        return True
+
     def changed(self) -> list[str]:
         """Where a value changed since this snapshot (or was rebound to a new object); empty if none."""
+        if self._same_bindings():
+            return [self.items[k][0] for k in self.mutable if _fingerprint(self.items[k][1]) != self.prints[k]]
         now = captured_values(self.fn)
         if len(now) != len(self.items):
             return sorted({w for w, _ in now} ^ {w for w, _ in self.items}) or ["a captured value"]

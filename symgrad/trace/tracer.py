@@ -18,7 +18,7 @@ import threading
 
 import numpy as np
 
-from ..errors import DTypeError, TraceError, UnsupportedOperationError, _is_internal, format_error, user_location
+from ..errors import DTypeError, TraceError, _is_internal, format_error, user_location
 from ..ir.graph import Graph
 from .array_methods import ArrayMethods
 

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
 
 from ..errors import RuleError, format_error
 from ..ir.graph import Graph

@@ -283,8 +283,7 @@ def gradient_program(g: Graph, sp: ScalarProgram) -> ScalarProgram:
         grad = [None] * sp.n
         for (_, j), t in rev.items():
             grad[j] = t
-        zero = g.const(0.0)
-        stacked = g.apply("concat", *[g.apply("reshape", zero if t is None else t, params=((1,),)) for t in grad],
+        stacked = g.apply("concat", *[g.apply("reshape", g.instantiate_zeros(t, ()), params=((1,),)) for t in grad],
                           params=(0,))
     inner, why = scalar_program(g, sp.x, stacked)
     if inner is None:  # pragma: no cover - gradient nodes of a scalar program are scalar

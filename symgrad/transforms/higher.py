@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
-
 from ..ir.graph import Graph
 from .jvp import jvp_nodes
 from .vjp import vjp_nodes
@@ -21,10 +19,6 @@ from .vjp import vjp_nodes
 
 def _size(shape) -> int:
     return int(math.prod(shape))
-
-
-def _zeros_or(g: Graph, nid: int | None, shape) -> int:
-    return g.const(np.zeros(shape)) if nid is None else nid
 
 
 def jacobian_fwd(g: Graph, inputs: list[int], outputs: list[int]) -> list[list[int]]:
@@ -35,7 +29,7 @@ def jacobian_fwd(g: Graph, inputs: list[int], outputs: list[int]) -> list[list[i
         n = _size(shape)
         if shape == ():
             tans = jvp_nodes(g, [x], [g.const(1.0)], outputs, nb=0)
-            cols.append([_zeros_or(g, t, g.shape(o)) for t, o in zip(tans, outputs)])
+            cols.append([g.instantiate_zeros(t, g.shape(o)) for t, o in zip(tans, outputs)])
             continue
         seed = g.eye((n,) + shape)
         tans = jvp_nodes(g, [x], [seed], outputs, nb=1)
@@ -43,7 +37,7 @@ def jacobian_fwd(g: Graph, inputs: list[int], outputs: list[int]) -> list[list[i
         for t, o in zip(tans, outputs):
             oshape = g.shape(o)
             if t is None:
-                col.append(g.const(np.zeros(oshape + shape)))
+                col.append(g.zeros(oshape + shape))
                 continue
             perm = tuple(range(1, len(oshape) + 1)) + (0,)
             t = g.apply("transpose", t, params=(perm,))
@@ -62,14 +56,14 @@ def jacobian_rev(g: Graph, inputs: list[int], outputs: list[int]) -> list[list[i
         if oshape == ():
             cts[k] = g.const(1.0)
             bars = vjp_nodes(g, outputs, cts, inputs, nb=0)
-            rows.append([_zeros_or(g, b, g.shape(x)) for b, x in zip(bars, inputs)])
+            rows.append([g.instantiate_zeros(b, g.shape(x)) for b, x in zip(bars, inputs)])
             continue
         cts[k] = g.eye((m,) + oshape)
         bars = vjp_nodes(g, outputs, cts, inputs, nb=1)
         row = []
         for b, x in zip(bars, inputs):
             shape = oshape + g.shape(x)
-            row.append(g.const(np.zeros(shape)) if b is None else g.apply("reshape", b, params=(shape,)))
+            row.append(g.zeros(shape) if b is None else g.apply("reshape", b, params=(shape,)))
         rows.append(row)
     return rows
 
@@ -86,7 +80,7 @@ def jacobian_nodes(g: Graph, inputs: list[int], outputs: list[int], mode: str = 
 def gradient_nodes(g: Graph, output: int, inputs: list[int]) -> list[int]:
     """Gradient of a scalar ``output`` w.r.t. ``inputs`` (zeros where unconnected)."""
     bars = vjp_nodes(g, [output], [g.const(1.0)], inputs)
-    return [_zeros_or(g, b, g.shape(x)) for b, x in zip(bars, inputs)]
+    return [g.instantiate_zeros(b, g.shape(x)) for b, x in zip(bars, inputs)]
 
 
 def hessian_nodes(g: Graph, output: int, inputs: list[int]) -> list[list[int]]:
@@ -99,4 +93,4 @@ def hvp_nodes(g: Graph, output: int, inputs: list[int], tangents: list[int]) -> 
     """Hessian-vector product: the JVP of the gradient with tangents ``tangents``."""
     grads = gradient_nodes(g, output, inputs)
     tans = jvp_nodes(g, inputs, tangents, grads, nb=0)
-    return [_zeros_or(g, t, g.shape(x)) for t, x in zip(tans, inputs)]
+    return [g.instantiate_zeros(t, g.shape(x)) for t, x in zip(tans, inputs)]

@@ -1,12 +1,14 @@
 """High-precision references for a program at a point, with rounding-error estimates.
 
-:func:`reference` evaluates a :class:`~programs.Program` with mpmath at 50 digits:
+:func:`reference` evaluates a :class:`~programs.Program` with mpmath at 70 digits:
 
 * the value ``f(x)``;
 * directional first derivatives ``D1[d] = (f(x + h d) - f(x - h d)) / 2h`` and second
   derivatives ``D2[d] = (f(x + h d) - 2 f(x) + f(x - h d)) / h^2`` (central differences
-  with ``h = 1e-12``: truncation ~1e-24 and cancellation ~1e-26 relative at 50 digits,
-  far below float64 rounding);
+  with ``h = 1e-20`` at 70 digits: the truncation error ``h^2 f''' / 6`` stays far below
+  float64 rounding even where a chain such as ``exp(10 sin(10 sin(10 tanh(57 x))))`` makes
+  ``f'''`` ~1e17 (with ``h = 1e-12`` the reference itself was off by 5e-14 relative there),
+  and cancellation costs ~1e-30 relative);
 * the same quantities for ``K`` *perturbed* programs, whose every node (constants
   included) is multiplied by a fixed ``1 + delta``, ``|delta| <= u`` (``u`` the unit
   roundoff of the dtype under test).  ``err[q] = max_k |q_k - q|`` is a Monte Carlo
@@ -28,8 +30,8 @@ from .programs import Program, mp_eval, perturbations
 
 U64 = 2.0 ** -53
 U32 = 2.0 ** -24
-DPS = 50
-H = mpmath.mpf("1e-12")
+DPS = 70
+H = mpmath.mpf("1e-20")
 SAFETY = 32.0   # tolerance = SAFETY * Monte Carlo spread + ...
 # Derivative checks also allow FLOOR ulps of the magnitudes of the derivative's terms (the
 # cancelling derivative formulas of tanh and expm1 are modelled in the perturbed programs, see

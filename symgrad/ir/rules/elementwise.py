@@ -167,18 +167,32 @@ def _simp_sub(g, args, params, shape):
     return None
 
 
+_MUL_SPECIAL = frozenset(("const", "div", "where"))  # ops _simp_mul looks at; other operands: nothing to do
+
+
 def _simp_mul(g, args, params, shape):
     a, b = args
-    for x, y in ((a, b), (b, a)):
-        if g.is_const(x, 1.0) and _same_shape(g, y, shape):
+    nodes = g.nodes
+    na, nb = nodes[a], nodes[b]
+    if na.op not in _MUL_SPECIAL and nb.op not in _MUL_SPECIAL:  # the common case
+        return None
+    shape = tuple(shape)
+    for x, y, nx, ny in ((a, b, na, nb), (b, a, nb, na)):
+        if nx.op != "const":
+            continue
+        v = g.scalar_value(x)
+        if v == 1.0 and ny.shape == shape:
             return y
-        if g.is_const(x, -1.0) and _same_shape(g, y, shape):
+        if v == -1.0 and ny.shape == shape:
             return g.apply("neg", y)
-        if g.ad_mode and g.is_const(x, 0.0) and g[y].kind == "f":  # a symbolic zero partial
-            return g.const(np.zeros(shape))
-    for x, y in ((a, b), (b, a)):  # y * (1 / z) -> y / z in derivatives: one rounding instead of two
-        if g.ad_mode and g[x].op == "div" and g.is_const(g[x].args[0], 1.0) and g[y].kind == "f":
-            return g.apply("div", y, g[x].args[1])
+        if v == 0.0 and g.ad_mode and ny.kind == "f":  # a symbolic zero partial
+            return g.zeros(shape)
+    if g.ad_mode:
+        for x, y, nx, ny in ((a, b, na, nb), (b, a, nb, na)):  # y * (1 / z) -> y / z: one rounding, not two
+            if nx.op == "div" and g.is_const(nx.args[0], 1.0) and ny.kind == "f":
+                return g.apply("div", y, nx.args[1])
+    if na.op != "where" and nb.op != "where":
+        return None
     return (_push_into_where(g, "mul", a, b, False)
             or _push_into_where(g, "mul", b, a, True))
 

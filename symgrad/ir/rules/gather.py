@@ -50,50 +50,9 @@ def _numpy_take_add(v, idx, axis, n):
     return out
 
 
-def _loops(shape) -> tuple[list[str], str]:
-    lines, pad = [], ""
-    for k, n in enumerate(shape):
-        lines.append(f"{pad}for _i{k} in range({n}):")
-        pad += "    "
-    return lines, pad
-
-
-def _index_name(lines: list[str], text: str) -> str:
-    """The index array's name; a printed expression (a uniform constant) is bound once first."""
-    if text.isidentifier():
-        return text
-    lines.append(f"_idx = {text}")
-    return "_idx"
-
-
-def _emit_take(ctx, node, a):
-    """``out[i.., k, j..] = x[i.., int(idx[k]), j..]`` as one loop nest."""
-    (axis,), shape = node.params, node.shape
-    lines = [f"{{out}} = np.empty({shape!r}, dtype={ctx.dtype_expr})"]
-    idx = _index_name(lines, a[1])
-    loops, pad = _loops(shape)
-    out_i = [f"_i{k}" for k in range(len(shape))]
-    src_i = list(out_i)
-    src_i[axis] = f"int({idx}[_i{axis}])"
-    return lines + loops + [f"{pad}{{out}}[{', '.join(out_i)}] = {a[0]}[{', '.join(src_i)}]"]
-
-
-def _emit_take_add(ctx, node, a):
-    """zeros, then ``out[i.., int(idx[k]), j..] += v[i.., k, j..]`` over the value's elements."""
-    (axis, _), vshape = node.params, ctx.graph.shape(node.args[0])
-    lines = [f"{{out}} = np.zeros({node.shape!r}, dtype={ctx.dtype_expr})"]
-    idx = _index_name(lines, a[1])
-    loops, pad = _loops(vshape)
-    v_i = [f"_i{k}" for k in range(len(vshape))]
-    out_i = list(v_i)
-    out_i[axis] = f"int({idx}[_i{axis}])"
-    return lines + loops + [f"{pad}{{out}}[{', '.join(out_i)}] += {a[0]}[{', '.join(v_i)}]"]
-
-
 register(OpDef(
     statement=True,
     name="take", infer=_infer_take, numpy=lambda x, idx, axis: np.take(x, _int_index(idx), axis=axis),
-    emit=_emit_take,
     jvp=lambda g, node, t, nb: g.apply("take", t[0], node.args[1], params=(node.params[0] + nb,)),
     vjp=lambda g, node, ct, nb: (g.apply("take_add", ct, node.args[1], params=(
         node.params[0] + nb, g.shape(node.args[0])[node.params[0]])), None),
@@ -102,7 +61,7 @@ register(OpDef(
 
 register(OpDef(
     statement=True,
-    name="take_add", infer=_infer_take_add, numpy=_numpy_take_add, emit=_emit_take_add,
+    name="take_add", infer=_infer_take_add, numpy=_numpy_take_add,
     jvp=lambda g, node, t, nb: g.apply("take_add", t[0], node.args[1], params=(
         node.params[0] + nb, node.params[1])),
     vjp=lambda g, node, ct, nb: (g.apply("take", ct, node.args[1], params=(node.params[0] + nb,)), None),

@@ -1,7 +1,8 @@
 """Linear-algebra primitives on small core matrices: inv, solve, det, slogdet, cholesky, eigh, lstsq.
 
-Each op is one block: shape rule, NumPy reference, Numba emission (Numba's own
-``np.linalg``, which calls SciPy's LAPACK at run time), and derivative rules.
+Each op is one block: shape rule, NumPy reference and derivative rules; its Numba
+printer (Numba's own ``np.linalg``, which calls SciPy's LAPACK at run time) is in
+:mod:`symgrad.emit.lowering.linalg`.
 The rules are written with graph ops only (``contract``, ``transpose``, the
 elementwise ops and the primitives of this file), so their derivatives are
 again derivative rules: Hessians and forward-over-reverse work through them.
@@ -150,33 +151,6 @@ def _np_eigh(which):
     return fn
 
 
-# -- emission through Numba's np.linalg -------------------------------------------------------
-
-def _arr(ctx, node, k: int, a: str) -> str:
-    """Argument ``k`` as Numba's np.linalg wants it: C-contiguous (no copy if it already is), and
-    of the kernel's dtype (array constants are stored as float64, so they are cast)."""
-    text = f"np.ascontiguousarray({a})"
-    return f"{text}.astype({ctx.dtype_expr})" if ctx.graph[node.args[k]].op == "const" else text
-
-
-def _emit_call(call: str, item: str = "", scalar: bool = False):
-    """One statement ``{out} = np.linalg.<call>(...)``: a statement, so a scalar result (det) is
-    computed once and never inlined into an elementwise loop."""
-    def emit(ctx, node, a):
-        text = f"np.linalg.{call}({', '.join(_arr(ctx, node, k, x) for k, x in enumerate(a))}){item}"
-        return [f"{{out}} = {ctx.dtype_expr}({text})" if scalar else f"{{out}} = {text}"]  # float32 det: float64
-    return emit
-
-
-def _emit_lstsq(ctx, node, a):
-    m, n = ctx.graph.shape(node.args[0])
-    rcond = float(np.finfo(ctx.dtype).eps) * max(m, n)  # NumPy's rcond=None
-    return [f"{{out}} = np.linalg.lstsq({_arr(ctx, node, 0, a[0])}, {_arr(ctx, node, 1, a[1])}, {rcond!r})[0]"]
-
-
-STATEMENT_OPS = {"inv", "solve", "det", "slogdet_sign", "slogdet_logabs", "cholesky", "eigh_w", "eigh_v", "lstsq"}
-
-
 # -- graph helpers for the rules ----------------------------------------------------------------
 
 def _z(nb: int) -> str:
@@ -236,7 +210,7 @@ def _vjp_inv(g, node, ct, nb):
 
 register(OpDef(
     statement=True,
-    name="inv", infer=_infer_square_same("inv"), numpy=_np_inv, emit=_emit_call("inv"),
+    name="inv", infer=_infer_square_same("inv"), numpy=_np_inv,
     jvp=_jvp_inv, vjp=_vjp_inv, ref="Giles (2008) sec. 2.2: dC = -C dA C, A_bar = -C^T C_bar C^T",
 ))
 
@@ -265,7 +239,7 @@ def _vjp_solve(g, node, ct, nb):
 
 register(OpDef(
     statement=True,
-    name="solve", infer=_infer_rhs("solve", _rows_square), numpy=_np_solve, emit=_emit_call("solve"),
+    name="solve", infer=_infer_rhs("solve", _rows_square), numpy=_np_solve,
     jvp=_jvp_solve, vjp=_vjp_solve,
     ref="Giles (2008) sec. 2.3: dX = A^-1 (dB - dA X); B_bar = A^-T X_bar, A_bar = -B_bar X^T",
 ))
@@ -285,7 +259,7 @@ def _logdet_bar(g, node, ct, nb):
 
 register(OpDef(
     statement=True,
-    name="det", infer=_infer_square_scalar("det"), numpy=_np_det, emit=_emit_call("det", scalar=True),
+    name="det", infer=_infer_square_scalar("det"), numpy=_np_det,
     jvp=lambda g, node, t, nb: g.apply("mul", node.id, _dlogdet(g, node, t, nb)),
     vjp=lambda g, node, ct, nb: (_logdet_bar(g, node, g.apply("mul", ct, node.id), nb),),
     ref="Giles (2008) sec. 2.2: d det A = det A tr(A^-1 dA), A_bar = C det(A) A^-T",
@@ -294,14 +268,13 @@ register(OpDef(
 register(OpDef(
     statement=True,
     name="slogdet_sign", infer=_infer_square_scalar("slogdet"), numpy=_np_sign,
-    emit=_emit_call("slogdet", "[0]", scalar=True), nondiff=True,
+    nondiff=True,
     kink="the sign of det A is piecewise constant: derivative 0 (its jump where det A = 0 is not differentiated)",
 ))
 
 register(OpDef(
     statement=True,
     name="slogdet_logabs", infer=_infer_square_scalar("slogdet"), numpy=_np_logabs,
-    emit=_emit_call("slogdet", "[1]", scalar=True),
     jvp=_dlogdet, vjp=lambda g, node, ct, nb: (_logdet_bar(g, node, ct, nb),),
     ref="Giles (2008) sec. 2.2: d log|det A| = tr(A^-1 dA), A_bar = C A^-T",
 ))
@@ -332,7 +305,7 @@ def _vjp_cholesky(g, node, ct, nb):
 
 register(OpDef(
     statement=True,
-    name="cholesky", infer=_infer_square_same("cholesky"), numpy=_np_cholesky, emit=_emit_call("cholesky"),
+    name="cholesky", infer=_infer_square_same("cholesky"), numpy=_np_cholesky,
     jvp=_jvp_cholesky, vjp=_vjp_cholesky,
     ref="Murray (2016), Differentiation of the Cholesky decomposition, eq. 8-10",
 ))
@@ -384,14 +357,14 @@ def _infer_eigh_w(nodes, params):
 
 register(OpDef(
     statement=True,
-    name="eigh_w", infer=_infer_eigh_w, numpy=_np_eigh(0), emit=_emit_call("eigh", "[0]"),
+    name="eigh_w", infer=_infer_eigh_w, numpy=_np_eigh(0),
     jvp=_jvp_eigh_w, vjp=_vjp_eigh_w,
     ref="Giles (2008) sec. 3.1 (Magnus 1985): dw = diag(V^T dA V), A_bar = V diag(w_bar) V^T",
 ))
 
 register(OpDef(
     statement=True,
-    name="eigh_v", infer=_infer_square_same("eigh"), numpy=_np_eigh(1), emit=_emit_call("eigh", "[1]"),
+    name="eigh_v", infer=_infer_square_same("eigh"), numpy=_np_eigh(1),
     jvp=_jvp_eigh_v, vjp=_vjp_eigh_v,
     ref="Giles (2008) sec. 3.1 (Magnus 1985): dV = V (F o V^T dA V), F_ij = 1/(w_j - w_i), distinct w",
 ))
@@ -434,7 +407,7 @@ def _vjp_lstsq(g, node, ct, nb):
 
 register(OpDef(
     statement=True,
-    name="lstsq", infer=_infer_rhs("lstsq", _rows_tall), numpy=_np_lstsq, emit=_emit_lstsq,
+    name="lstsq", infer=_infer_rhs("lstsq", _rows_tall), numpy=_np_lstsq,
     jvp=_jvp_lstsq, vjp=_vjp_lstsq,
     ref="normal equations A^T A x = A^T b differentiated (Giles 2008 sec. 2.3 rules for the solve); "
         "full column rank, m >= n",

@@ -63,29 +63,9 @@ def _vjp(g, node, ct, nb):
     return (g.apply("mul", g.apply("reshape", ct, params=(keep,)), _weights(g, node)),)
 
 
-def _emit(ctx, node, a):
-    """Statements: one pass over x in memory order; a NaN, once stored, stays (NumPy's max/min)."""
-    axis, kind = node.params
-    shape = ctx.graph.shape(node.args[0])
-    idx = [f"_i{k}" for k in range(len(shape))]
-    kept = [v for k, v in enumerate(idx) if k != axis]
-    target = f"{{out}}[{', '.join(kept)}]" if kept else "{out}"
-    start = ctx.literal(-1.0 if kind == "max" else float("inf"))  # |x| >= 0 beats -1; anything beats inf
-    lines = [f"{{out}} = np.full({node.shape!r}, {start})" if kept else f"{{out}} = {start}"]
-    pad = ""
-    for k, n in enumerate(shape):
-        lines.append(f"{pad}for _i{k} in range({n}):")
-        pad += "    "
-    better = "<=" if kind == "max" else ">="
-    lines += [f"{pad}_v = abs({a[0]}[{', '.join(idx)}])",
-              f"{pad}if {target} == {target} and not (_v {better} {target}):",
-              f"{pad}    {target} = _v"]
-    return lines
-
-
 register(OpDef(
     statement=True,
-    name="norm_inf", infer=_infer, numpy=_numpy, emit=_emit, jvp=_jvp, vjp=_vjp,
+    name="norm_inf", infer=_infer, numpy=_numpy, jvp=_jvp, vjp=_vjp,
     kink="ties split equally; d|x|/dx = +1 at 0; norm(x, inf) at x = 0 has gradient 1/(2n) (JAX's values)",
     ref="JAX reduce_max/reduce_min JVP (ties averaged) composed with abs",
 ))

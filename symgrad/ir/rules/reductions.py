@@ -58,28 +58,6 @@ def _vjp_reduce(g, node, ct, nb):
     return (out,)
 
 
-def _emit_reduce(keeps: str):
-    """Loop emitter: the running value is replaced unless ``v <keeps> acc``; a NaN, once seen, stays."""
-    def emit(ctx, node, a):
-        (axes,) = node.params
-        shape = ctx.graph.shape(node.args[0])
-        start = "-np.inf" if keeps == "<=" else "np.inf"
-        idx = [f"_i{k}" for k in range(len(shape))]
-        kept = [v for k, v in enumerate(idx) if k not in axes]
-        acc = f"{{out}}[{', '.join(kept)}]" if kept else "{out}"
-        lines = [f"{{out}} = np.full({node.shape!r}, {start}, dtype={ctx.dtype_expr})" if kept else
-                 f"{{out}} = {ctx.dtype_expr}({start})"]
-        pad = ""
-        for k, n in enumerate(shape):
-            lines.append(f"{pad}for _i{k} in range({n}):")
-            pad += "    "
-        lines += [f"{pad}_v = {a[0]}[{', '.join(idx)}]",
-                  f"{pad}if {acc} == {acc} and not (_v {keeps} {acc}):",
-                  f"{pad}    {acc} = _v"]
-        return lines
-    return emit
-
-
 def _reference(np_fn, sp_fn):
     """NumPy's reduction on floats; SymPy's Max/Min, one axis at a time, on symbolic (object) arrays."""
     def evaluate(x, axes):
@@ -93,10 +71,10 @@ def _reference(np_fn, sp_fn):
     return evaluate
 
 
-def _reduction(name: str, np_fn, sp_fn, keeps: str, which: str):
+def _reduction(name: str, np_fn, sp_fn, which: str):
     return OpDef(
         statement=True,
-        name=name, infer=_infer_reduce, numpy=_reference(np_fn, sp_fn), emit=_emit_reduce(keeps),
+        name=name, infer=_infer_reduce, numpy=_reference(np_fn, sp_fn),
         jvp=_jvp_reduce, vjp=_vjp_reduce,
         simplify=lambda g, args, p, shape: args[0] if not p[0] else None,
         kink=f"ties: the derivative is split equally among the tied {which} (as JAX does)",
@@ -104,8 +82,8 @@ def _reduction(name: str, np_fn, sp_fn, keeps: str, which: str):
     )
 
 
-register(_reduction("amax", np.max, sp.Max, "<=", "maxima"))
-register(_reduction("amin", np.min, sp.Min, ">=", "minima"))
+register(_reduction("amax", np.max, sp.Max, "maxima"))
+register(_reduction("amin", np.min, sp.Min, "minima"))
 
 
 # -- cumulative sum ------------------------------------------------------------------------
@@ -117,31 +95,9 @@ def _numpy_cumsum(x, axis, reverse):
     return np.cumsum(x, axis=axis)
 
 
-def _emit_cumsum(ctx, node, a):
-    """One loop nest; along ``axis`` each element adds its predecessor (NumPy's sequential order)."""
-    axis, reverse = node.params
-    shape = node.shape
-    lines = [f"{{out}} = np.empty({shape!r}, dtype={ctx.dtype_expr})"]
-    pad = ""
-    for k, n in enumerate(shape):
-        lines.append(f"{pad}for _i{k} in range({n}):")
-        pad += "    "
-    n = shape[axis]
-    pos = f"{n - 1} - _i{axis}" if reverse else f"_i{axis}"
-    prev = "_p + 1" if reverse else "_p - 1"
-    here = [f"_i{k}" if k != axis else "_p" for k in range(len(shape))]
-    before = [f"_i{k}" if k != axis else prev for k in range(len(shape))]
-    h, b = ", ".join(here), ", ".join(before)
-    return lines + [f"{pad}_p = {pos}",
-                    f"{pad}if _i{axis} == 0:",
-                    f"{pad}    {{out}}[{h}] = {a[0]}[{h}]",
-                    f"{pad}else:",
-                    f"{pad}    {{out}}[{h}] = {{out}}[{b}] + {a[0]}[{h}]"]
-
-
 register(OpDef(
     statement=True,
-    name="cumsum", infer=lambda nodes, p: (nodes[0].shape, "f"), numpy=_numpy_cumsum, emit=_emit_cumsum,
+    name="cumsum", infer=lambda nodes, p: (nodes[0].shape, "f"), numpy=_numpy_cumsum,
     jvp=lambda g, node, t, nb: g.apply("cumsum", t[0], params=(node.params[0] + nb, node.params[1])),
     vjp=lambda g, node, ct, nb: (g.apply("cumsum", ct, params=(node.params[0] + nb, not node.params[1])),),
     ref="linear: cumsum = L x with L lower-triangular ones; its VJP L^T ct is the reversed cumsum",

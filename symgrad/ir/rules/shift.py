@@ -21,14 +21,15 @@ import numpy as np
 import sympy as sp
 
 from ..ops import OpDef, register
-from .reductions import _emit_reduce, _reference
+from .reductions import _reference
 
 _MAX = _reference(np.max, sp.Max)  # NumPy's max on floats, SymPy's Max on the interpreter's objects
 
 
 def _amax(x, axes):
-    """The max over ``axes`` clamped to the finite range (see :func:`_emit`), or SymPy's Max for
-    the object arrays of the interpreter's symbolic mode."""
+    """The max over ``axes`` clamped to the finite range (as printed by
+    :mod:`symgrad.emit.lowering.reductions`), or SymPy's Max for the object arrays of the
+    interpreter's symbolic mode."""
     x = np.asarray(x)
     out = _MAX(x, axes)
     if x.dtype == object:
@@ -46,22 +47,8 @@ def _infer(nodes, params):
     return tuple(d for i, d in enumerate(x.shape) if i not in axes), "f"
 
 
-def _emit(ctx, node, a):
-    """The max clamped to the finite range: an all ``-inf`` (or some ``+inf``) input must not make
-    ``u - m`` NaN; with the clamp ``log(sum(exp(u)))`` stays ``-inf`` (``+inf``) as written.
-    NaN propagates (Python's ``max``/``min`` keep a NaN first argument; the loop keeps a NaN)."""
-    (axes,) = node.params
-    big = ctx.literal(float(np.finfo(ctx.dtype).max))
-    shape = ctx.graph.shape(node.args[0])
-    if len(axes) == len(shape):  # the whole core: one expression
-        inner = f"np.max({a[0]})" if shape else a[0]
-        return [f"{{out}} = min(max({inner}, -{big}), {big})"]
-    return _emit_reduce("<=")(ctx, node, a) + [f"{{out}} = np.minimum(np.maximum({{out}}, -{big}), {big})"]
-
-
 register(OpDef(
-    name="shift_max", infer=_infer, numpy=_amax,
-    emit=_emit, statement=True,
+    name="shift_max", infer=_infer, numpy=_amax, statement=True,
     nondiff=True,
     ref="max-shift constant of log-sum-exp/softmax (Blanchard, Higham & Higham 2021, eq. 2.2); no derivative",
 ))

@@ -8,8 +8,8 @@ of once per basis vector (JAX's ``jacfwd = vmap(jvp)``, done statically).
 ``contract`` is a two-operand Einstein summation (``"ij,j->i"``); its rules are
 the matrix-calculus identities dL/dA = G B^T and dL/dB = A^T G written in index
 form (Giles, "An extended collection of matrix derivative results", 2008).
-It is emitted as explicit loops, which Numba compiles quickly and which need
-no BLAS.
+It is printed as explicit loops, which Numba compiles quickly and which need
+no BLAS.  How each op here prints as Numba code is in :mod:`symgrad.emit.lowering.structural`.
 """
 from __future__ import annotations
 
@@ -49,34 +49,13 @@ def unbroadcast(g: Graph, v: int, shape: tuple, nb: int) -> int:
     return v
 
 
-def zeros(g: Graph, shape) -> int:
-    return g.const(np.zeros(shape))
-
-
 def index_to_python(index: tuple):
     """Params form of an index (ints, ('s', start, stop, step), None) -> a numpy index."""
     return tuple(slice(*i[1:]) if isinstance(i, tuple) else i for i in index)
 
 
-def index_to_source(index: tuple) -> str:
-    parts = []
-    for i in index:
-        if i is None:
-            parts.append("None")
-        elif isinstance(i, tuple):
-            start, stop, step = (("" if v is None else str(v)) for v in i[1:])
-            parts.append(f"{start}:{stop}" + (f":{step}" if step else ""))
-        else:
-            parts.append(str(i))
-    return ", ".join(parts) if parts else "()"
-
-
 def _batch_index(index, nb):
     return (("s", None, None, None),) * nb + tuple(index)
-
-
-def _dtype(ctx):
-    return ctx.dtype_expr
 
 
 # -- sum ------------------------------------------------------------------------------
@@ -97,25 +76,8 @@ def _vjp_sum(g, node, ct, nb):
     return (g.apply("broadcast_to", ct, params=(batch + xshape,)),)
 
 
-def _emit_sum(ctx, node, a):
-    """Loops over the summand in memory order, accumulating into the result (a scalar or array)."""
-    axes = node.params[0]
-    shape = ctx.graph.shape(node.args[0])
-    idx = [f"_i{k}" for k in range(len(shape))]
-    kept = [v for k, v in enumerate(idx) if k not in axes]
-    target = f"{{out}}[{', '.join(kept)}]" if kept else "{out}"
-    lines = [f"{{out}} = np.zeros({node.shape!r}, dtype={_dtype(ctx)})" if kept else
-             f"{{out}} = {ctx.literal(0.0)}"]
-    pad = ""
-    for k, n in enumerate(shape):
-        lines.append(f"{pad}for _i{k} in range({n}):")
-        pad += "    "
-    lines.append(f"{pad}{target} += {a[0]}[{', '.join(idx)}]")
-    return lines
-
-
 register(OpDef(
-    name="sum", statement=True, infer=_infer_sum, numpy=lambda x, axes: np.sum(x, axis=axes), emit=_emit_sum,
+    name="sum", statement=True, infer=_infer_sum, numpy=lambda x, axes: np.sum(x, axis=axes),
     jvp=lambda g, node, t, nb: g.apply("sum", t[0], params=(tuple(a + nb for a in node.params[0]),)),
     vjp=_vjp_sum, ref="linearity: the VJP of a sum broadcasts the cotangent",
 ))
@@ -123,19 +85,9 @@ register(OpDef(
 
 # -- reshape, transpose, broadcast_to -----------------------------------------------------
 
-def _emit_reshape(ctx, node, a):
-    src = ctx.graph.shape(node.args[0])
-    shape = node.params[0]
-    if shape == ():
-        return f"{a[0]}.ravel()[0]" if src else a[0]
-    if src == ():
-        return f"np.full({shape!r}, {a[0]})"
-    return f"np.ascontiguousarray({a[0]}).reshape({shape!r})"
-
-
 register(OpDef(
     name="reshape", infer=lambda nodes, p: (tuple(p[0]), "f"),
-    numpy=lambda x, shape: np.reshape(x, shape), emit=_emit_reshape,
+    numpy=lambda x, shape: np.reshape(x, shape),
     jvp=lambda g, node, t, nb: g.apply("reshape", t[0], params=(g.shape(t[0])[:nb] + node.params[0],)),
     vjp=lambda g, node, ct, nb: (g.apply("reshape", ct, params=(g.shape(ct)[:nb] + g.shape(node.args[0]),)),),
     simplify=lambda g, args, p, shape: args[0] if g.shape(args[0]) == tuple(shape) else None,
@@ -147,25 +99,9 @@ def _batch_perm(perm, nb):
     return tuple(range(nb)) + tuple(p + nb for p in perm)
 
 
-def _emit_transpose(ctx, node, a):
-    """Statements: an element loop writing the permuted array (compiles faster than np.transpose)."""
-    perm, shape = node.params[0], node.shape
-    lines = [f"{{out}} = np.empty({shape!r}, dtype={_dtype(ctx)})"]
-    pad = ""
-    for k, n in enumerate(shape):
-        lines.append(f"{pad}for _i{k} in range({n}):")
-        pad += "    "
-    src = [""] * len(perm)
-    for k, p in enumerate(perm):
-        src[p] = f"_i{k}"
-    lines.append(f"{pad}{{out}}[{', '.join(f'_i{k}' for k in range(len(shape)))}] = {a[0]}[{', '.join(src)}]")
-    return lines
-
-
 register(OpDef(
     name="transpose", statement=True, infer=lambda nodes, p: (tuple(nodes[0].shape[i] for i in p[0]), "f"),
     numpy=lambda x, perm: np.transpose(x, perm),
-    emit=_emit_transpose,
     jvp=lambda g, node, t, nb: g.apply("transpose", t[0], params=(_batch_perm(node.params[0], nb),)),
     vjp=lambda g, node, ct, nb: (g.apply("transpose", ct, params=(_batch_perm(tuple(np.argsort(node.params[0]).tolist()), nb),)),),
     simplify=lambda g, args, p, shape: args[0] if tuple(p[0]) == tuple(range(len(p[0]))) else None,
@@ -173,16 +109,9 @@ register(OpDef(
 ))
 
 
-def _emit_broadcast(ctx, node, a):
-    shape = node.params[0]
-    if ctx.graph.shape(node.args[0]) == ():
-        return f"np.full({shape!r}, {a[0]})"
-    return f"np.broadcast_to({a[0]}, {shape!r})"
-
-
 register(OpDef(
     name="broadcast_to", infer=lambda nodes, p: (tuple(p[0]), "f"),
-    numpy=lambda x, shape: np.broadcast_to(x, shape), emit=_emit_broadcast,
+    numpy=lambda x, shape: np.broadcast_to(x, shape),
     jvp=lambda g, node, t, nb: g.apply("broadcast_to", expand_batched(g, t[0], nb, len(node.shape)),
                                        params=(g.shape(t[0])[:nb] + node.shape,)),
     vjp=lambda g, node, ct, nb: (unbroadcast(g, ct, g.shape(node.args[0]), nb),),
@@ -201,7 +130,6 @@ def _infer_getitem(nodes, params):
 register(OpDef(
     name="getitem", infer=_infer_getitem,
     numpy=lambda x, index: np.asarray(x)[index_to_python(index)],
-    emit=lambda ctx, node, a: f"{a[0]}[{index_to_source(node.params[0])}]",
     jvp=lambda g, node, t, nb: g.apply("getitem", t[0], params=(_batch_index(node.params[0], nb),)),
     vjp=lambda g, node, ct, nb: (g.apply("scatter", ct, params=(
         _batch_index(node.params[0], nb), g.shape(ct)[:nb] + g.shape(node.args[0]))),),
@@ -215,46 +143,8 @@ def _numpy_scatter(v, index, shape):
     return out
 
 
-def _emit_scatter(ctx, node, a):
-    """zeros, then an element loop over the value (Numba compiles slice assignment slowly)."""
-    index, shape = node.params
-    vshape = ctx.graph.shape(node.args[0])
-    lines = [f"{{out}} = np.zeros({shape!r}, dtype={_dtype(ctx)})"]
-    out_idx, v_idx, loops, d, j = [], [], [], 0, 0
-    for item in index:
-        if item is None:  # newaxis: a size-1 axis of the value
-            v_idx.append("0")
-            j += 1
-        elif isinstance(item, tuple):
-            start, _, step = slice(*item[1:]).indices(shape[d])
-            var = f"_i{j}"
-            term = var if step == 1 else f"{step} * {var}"
-            out_idx.append(term if start == 0 else f"{start} + {term}")
-            v_idx.append(var)
-            loops.append((var, vshape[j]))
-            d += 1
-            j += 1
-        else:
-            out_idx.append(str(item % shape[d]))
-            d += 1
-    while d < len(shape):
-        var = f"_i{j}"
-        out_idx.append(var)
-        v_idx.append(var)
-        loops.append((var, vshape[j]))
-        d += 1
-        j += 1
-    pad = ""
-    for var, n in loops:
-        lines.append(f"{pad}for {var} in range({n}):")
-        pad += "    "
-    value = f"{a[0]}[{', '.join(v_idx)}]" if vshape else a[0]
-    lines.append(f"{pad}{{out}}[{', '.join(out_idx)}] = {value}")
-    return lines
-
-
 register(OpDef(
-    name="scatter", statement=True, infer=lambda nodes, p: (tuple(p[1]), "f"), numpy=_numpy_scatter, emit=_emit_scatter,
+    name="scatter", statement=True, infer=lambda nodes, p: (tuple(p[1]), "f"), numpy=_numpy_scatter,
     jvp=lambda g, node, t, nb: g.apply("scatter", t[0], params=(
         _batch_index(node.params[0], nb), g.shape(t[0])[:nb] + node.params[1])),
     vjp=lambda g, node, ct, nb: (g.apply("getitem", ct, params=(_batch_index(node.params[0], nb),)),),
@@ -314,55 +204,6 @@ def _vjp_contract(g, node, ct, nb):
     return x_bar, y_bar
 
 
-def _emit_contract(ctx, node, names):
-    """Loops for a contraction, ordered for memory locality.
-
-    The innermost loop runs over the last (contiguous) axis of the larger operand.  If that
-    index is summed, each output element accumulates in a scalar (dot-product form); if it is
-    an output index, the output is zeroed and accumulated in place (outer-product form), so
-    e.g. ``"nh,ni->hi"`` streams along rows instead of striding down columns.
-    """
-    a, b, out = parse_spec(node.params[0])
-    shape_a, shape_b = ctx.graph.shape(node.args[0]), ctx.graph.shape(node.args[1])
-    sizes = dict(zip(a, shape_a))
-    sizes.update(zip(b, shape_b))
-    summed = [ch for ch in dict.fromkeys(a + b) if ch not in out]
-    var = {ch: f"_{ch.lower()}{'b' if ch == BATCH else ''}" for ch in sizes}
-    big = b if int(np.prod(shape_b)) >= int(np.prod(shape_a)) and b else a
-    inner = big[-1] if big else None
-
-    def ref(name, letters):
-        return f"{name}[{', '.join(var[ch] for ch in letters)}]" if letters else name
-
-    product = f"{ref(names[0], a)} * {ref(names[1], b)}"
-    lines = []
-    if out and summed and inner in out:  # outer-product form: accumulate into the output
-        lines.append(f"{{out}} = np.zeros({tuple(sizes[ch] for ch in out)!r}, dtype={_dtype(ctx)})")
-        order = [ch for ch in summed + list(out) if ch != inner] + [inner]
-        pad = ""
-        for ch in order:
-            lines.append(f"{pad}for {var[ch]} in range({sizes[ch]}):")
-            pad += "    "
-        lines.append(f"{pad}{ref('{out}', out)} += {product}")
-        return lines
-    if inner in summed:  # dot-product form with the contiguous summed index innermost
-        summed = [ch for ch in summed if ch != inner] + [inner]
-    indent = ""
-    if out:
-        lines.append(f"{{out}} = np.empty({tuple(sizes[ch] for ch in out)!r}, dtype={_dtype(ctx)})")
-    for ch in out:
-        lines.append(f"{indent}for {var[ch]} in range({sizes[ch]}):")
-        indent += "    "
-    lines.append(f"{indent}_acc = {ctx.literal(0.0)}")
-    for ch in summed:
-        lines.append(f"{indent}for {var[ch]} in range({sizes[ch]}):")
-        indent += "    "
-    lines.append(f"{indent}_acc += {product}")
-    indent = "    " * len(out)
-    lines.append(f"{indent}{ref('{out}', out) if out else '{out}'} = _acc")
-    return lines
-
-
 def _aligned(g, x, letters, out):
     """``x`` (indexed by ``letters``) transposed and reshaped to broadcast against ``out``."""
     if not letters:
@@ -388,7 +229,7 @@ def _simp_contract(g, args, params, shape):
 
 register(OpDef(
     name="contract", statement=True, infer=_infer_contract, simplify=_simp_contract, numpy=lambda x, y, spec: np.einsum(spec, x, y),
-    emit=_emit_contract, jvp=_jvp_contract, vjp=_vjp_contract,
+    jvp=_jvp_contract, vjp=_vjp_contract,
     ref="bilinear: dL/dA = G B^T, dL/dB = A^T G (Giles 2008)",
 ))
 
@@ -404,7 +245,7 @@ def _infer_concat(nodes, params):
 
 def _jvp_concat(g, node, t, nb):
     batch = next(g.shape(x)[:nb] for x in t if x is not None)
-    parts = [x if x is not None else zeros(g, batch + g.shape(a)) for x, a in zip(t, node.args)]
+    parts = [g.instantiate_zeros(x, batch + g.shape(a)) for x, a in zip(t, node.args)]
     return g.apply("concat", *parts, params=(node.params[0] + nb,))
 
 
@@ -420,36 +261,19 @@ def _vjp_concat(g, node, ct, nb):
 
 register(OpDef(
     name="concat", infer=_infer_concat, numpy=lambda *xs: np.concatenate(xs[:-1], axis=xs[-1]),
-    emit=lambda ctx, node, a: f"np.concatenate(({', '.join(a)},), axis={node.params[0]})",
     jvp=_jvp_concat, vjp=_vjp_concat, ref="linear",
 ))
 
 
 # -- identity seeds ---------------------------------------------------------------------------
 
-def _emit_eye(ctx, node, a):
-    """Statements: a zero matrix with ones on the diagonal (loops compile faster than np.eye)."""
-    shape = node.params[0]
-    n = shape[0]
-    lines = [f"{{out}} = np.zeros(({n}, {n}), dtype={_dtype(ctx)})",
-             f"for _i0 in range({n}):", f"    {{out}}[_i0, _i0] = {ctx.literal(1.0)}"]
-    if shape != (n, n):
-        lines.append(f"{{out}} = {{out}}.reshape({shape!r})")
-    return lines
-
-
 register(OpDef(
-    name="eye", statement=True, infer=lambda nodes, p: (tuple(p[0]), "f"), nondiff=True, emit=_emit_eye,
+    name="eye", statement=True, infer=lambda nodes, p: (tuple(p[0]), "f"), nondiff=True,
     numpy=lambda shape: np.eye(shape[0]).reshape(shape), ref="constant seed of a Jacobian pass",
 ))
 
 
 # -- leaves -------------------------------------------------------------------------------------
-def _emit_input(ctx, node, args):
-    # kernel arguments are printed by name; an input reaching here is not an argument of the kernel
-    raise ValueError(f"symgrad internal error: graph input {node.params[0]!r} is not an argument of this kernel")
-
-
-register(OpDef(name="input", infer=lambda nodes, p: ((), "f"), emit=_emit_input))
-register(OpDef(name="const", infer=lambda nodes, p: ((), "f"), emit=lambda ctx, node, a: ctx.const(node)))
-register(OpDef(name="bconst", infer=lambda nodes, p: ((), "b"), emit=lambda ctx, node, a: ctx.const(node)))
+register(OpDef(name="input", infer=lambda nodes, p: ((), "f")))
+register(OpDef(name="const", infer=lambda nodes, p: ((), "f")))
+register(OpDef(name="bconst", infer=lambda nodes, p: ((), "b")))
