@@ -287,7 +287,7 @@ class Compiled:
                 save_tape(key, tape)
         if tape is not None:  # first calls from the interpreter; native code compiled in the background
             warm_interpreter()
-            fn = tiered = Tiered(kname, tape_spec(kname, tape), NativeJob(kname, key, tape),
+            fn = tiered = Tiered(kname, tape_spec(kname, tape), lambda: NativeJob(kname, key, tape),
                                  lambda: CompileJob(kname, key, make_source))
             if self.parallel:  # the native code loops over a batch on one thread; the module in parallel
                 tiered.module_job()

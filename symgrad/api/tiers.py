@@ -44,25 +44,40 @@ class Tiered:
     Args:
       name: the kernel's entry-point name in the generated module.
       spec: the interpreter's :class:`~symgrad.runtime.gufunc.GufuncSpec`.
-      native: the background native compile.
+      native: starts the background native compile (a :class:`NativeJob`); called after the
+        first call has been answered, so that printing the IR (Python, holding the GIL) does not
+        delay the first result.
       module_job: starts the Numba compile of the generated module (a :class:`CompileJob`).
     """
 
-    def __init__(self, name: str, spec, native: NativeJob, module_job: Callable[[], CompileJob]):
-        self.name, self.spec, self.native = name, spec, native
+    def __init__(self, name: str, spec, native: Callable[[], NativeJob], module_job: Callable[[], CompileJob]):
+        self.name, self.spec = name, spec
+        self._native: NativeJob | None = None
         self.job: CompileJob | None = None
-        self._start_module_job = module_job
+        self._start_native, self._start_module_job = native, module_job
         self._lock = threading.Lock()
         self._warned = False
+
+    @property
+    def native(self) -> NativeJob:
+        """The native compile (started now if it was not)."""
+        with self._lock:
+            if self._native is None:
+                self._native = self._start_native()
+            return self._native
 
     def __call__(self, *args):
         job = self.job
         if job is not None and job.module is not None:
             return getattr(job.module, self.name)(*args)
-        native = self.native.spec
-        if native is not None:
-            return gufunc_call(native, args)
-        if self.native.error is not None:
+        native = self._native
+        if native is None:  # the first call: answer, then start the native compile
+            result = gufunc_call(self.spec, args)
+            _ = self.native  # the property starts the compile
+            return result
+        if native.spec is not None:
+            return gufunc_call(native.spec, args)
+        if native.error is not None:
             self._after_native_failure()
         return gufunc_call(self.spec, args)
 
@@ -71,7 +86,7 @@ class Tiered:
         """``"compiled"`` (the Numba module), ``"native"`` or ``"interpreter"``."""
         if self.job is not None and self.job.module is not None:
             return "compiled"
-        return "native" if self.native.spec is not None else "interpreter"
+        return "native" if self._native is not None and self._native.spec is not None else "interpreter"
 
     def module_job(self) -> CompileJob:
         """The Numba compile of the generated module, started now if it was not."""
@@ -104,7 +119,8 @@ class Tiered:
         return module
 
     def _failure_text(self) -> str:
-        errors = "; ".join(e for e in (self.native.error, self.job.error if self.job else None) if e)
+        native = self._native.error if self._native is not None else None
+        errors = "; ".join(e for e in (native, self.job.error if self.job else None) if e)
         return format_error(
             f"symgrad could not compile {self.name} in the background ({errors})",
             "calls are answered by the interpreter tier, which gives the same values",
