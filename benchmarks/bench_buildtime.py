@@ -183,7 +183,8 @@ def worker(peer, H, D, repeats):
     xd, yd, p = data(H, D)
     _ = np.tanh(p)  # numpy warm: its import is not the peer's build
     if peer.startswith("symgrad"):
-        import symgrad  # noqa: F401  (imports are not build time, for every peer)
+        import symgrad
+        symgrad.grad  # noqa: B018  (the API is imported lazily; imports are not build time, for every peer)
         from symgrad.compile.interpreter import warm_interpreter
         t_int = time.perf_counter()
         warm_interpreter()  # compiled once per installation (Numba's disk cache), like an import
