@@ -16,10 +16,12 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from ..compile.cache import cached_module, load_module
+from ..compile.native import cached_tape, native_spec, save_tape
 from ..emit.module import KernelDef, emit_module
 from ..emit.names import Namespace, kernel_names
 from ..emit.printer import KernelIO
 from ..emit.tape import Tape, build_tape
+from ..runtime.gufunc import gufunc_call
 from ..trace.trace import TracedProgram
 from ..transforms.higher import gradient_nodes
 from .build import build_kernel, kernel_header
@@ -27,7 +29,7 @@ from .shift_pass import shift_reductions
 from .stabilize_pass import budget_of, stabilize_kernel
 from .transformations import scalar_output
 
-__all__ = ["Build", "build", "build_higher_order", "build_outputs", "cached_or_built"]
+__all__ = ["Build", "build", "build_higher_order", "build_outputs", "cached_or_built", "native_or_module"]
 
 
 @dataclass
@@ -156,6 +158,27 @@ def cached_or_built(name: str, key: str, make: Callable[[], Build]):
     written and imported."""
     module = cached_module(name, key)
     return module if module is not None else make().load(key)
+
+
+def native_or_module(name: str, key: str, make: Callable[[], Build]) -> Callable:
+    """Entry point ``fn(*args)`` of a scalar-level kernel: native code (LLVM from its instruction
+    tape, :mod:`symgrad.compile.native`; compiled in well under a second where Numba needs minutes
+    for thousands of scalar statements) when the kernel lowers to a tape, else the generated
+    Numba module.  The tape, the object code and the module are cached under ``key``; the values
+    are the module's, bit for bit (``tests/test_tiers.py``).
+    """
+    module = cached_module(name, key)
+    if module is not None:
+        return getattr(module, name)
+    tape = cached_tape(key)
+    if tape is None:
+        b = make()
+        tape = b.tape()
+        if tape is None:
+            return getattr(b.load(key), name)
+        save_tape(key, tape)
+    spec = native_spec(name, tape, key)
+    return lambda *args: gufunc_call(spec, args)
 
 
 def _stabilized(program, kind, wrt, kernel: KernelDef, header: list, stabilize) -> Build:

@@ -17,7 +17,7 @@ from ..emit.printer import KernelIO
 from ..trace.trace import TracedProgram
 from ..transforms import jvp_nodes, vjp_nodes
 from ..transforms.higher import gradient_nodes
-from .pipeline import build_outputs, cached_or_built
+from .pipeline import build_outputs, cached_or_built, native_or_module
 
 
 MODES = ("jvp", "vjp", "hvp")
@@ -67,7 +67,8 @@ def seeded_kernel(program: TracedProgram, k: int, ncolours: int, mode: str, stab
 
 def entries_kernel(program: TracedProgram, k: int, what: str, entry_nodes: list, key_parts: tuple,
                    stabilize=True):
-    """The gufunc entry point computing the given scalar entry nodes into one vector.
+    """The entry point computing the given scalar entry nodes into one vector: native code from
+    the kernel's instruction tape (:func:`symgrad.api.pipeline.native_or_module`).
 
     For the direct path of scalar-level programs (:mod:`symgrad.transforms.entries`): the nodes
     are the non-constant structural nonzeros of a Jacobian or Hessian of input leaf ``k``, and
@@ -99,6 +100,5 @@ def entries_kernel(program: TracedProgram, k: int, what: str, entry_nodes: list,
                f"{program.arg_names[k]}, in CSR order")
         return doc, [], [KernelIO(fresh("data"), data, (ne,))]
 
-    module = cached_or_built(f"{program.name}_{kind}", key,
-                             lambda: build_outputs(program, kind, [k], outputs, stabilize=stabilize))
-    return getattr(module, f"{program.name}_{kind}")
+    return native_or_module(f"{program.name}_{kind}", key,
+                            lambda: build_outputs(program, kind, [k], outputs, stabilize=stabilize))
