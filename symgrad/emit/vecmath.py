@@ -1,4 +1,4 @@
-"""Vectorisable elementary functions for Numba kernels: exp, expm1, log, log1p, tanh, sigmoid, softplus.
+"""Vectorisable elementary functions for Numba kernels: exp, expm1, log, log1p, tanh, sigmoid, softplus, sin, cos.
 
 Numba lowers ``math.exp``/``np.exp`` in a loop to one scalar libm call per element,
 which LLVM cannot vectorise (pip's llvmlite has no vector maths library).  The
@@ -37,6 +37,20 @@ exponential function in IEEE floating-point arithmetic", ACM TOMS 15(2), 1989):
   (the 2^k scaling rounds a second time there).  Composing the 1-ulp routines instead gives
   up to 4.2 (tanh), 3.72 (sigmoid) and 3.3 ulp (softplus); those cheaper forms
   (``_tanh_f64_fast`` ...) remain for float32, where their error is 2^-26 ulp.
+* ``sin_f64``, ``cos_f64`` -- |x| = (4j + q) pi/2 + r with |r| <= pi/4 as a double-double
+  (``_rem_pio2``), then +-sin r or +-cos r by fdlibm's kernels (``k_sin.c``; ``k_cos.c`` as revised
+  by Bruce D. Evans in FreeBSD msun), which take the tail of r.  The reduction is Cody-Waite
+  (Cody & Waite, *Software Manual for the Elementary Functions*, 1980; Muller ch. 11) with pi/2 in
+  three parts and FMA for |x| < 2^28, and Payne-Hanek (Payne & Hanek, SIGNUM Newsletter 18(1),
+  1983; Muller 11.4) above, with 2^E (2/pi) mod 4 for each exponent E tabulated from a 1200-bit
+  2/pi; both are computed and one selected, so there is no branch (the table row is a gather).
+  No libm call: a conditional call to libm's sin for huge |x| either stops the loop vectorising
+  or is speculated for every element (LLVM calls the scalar sin 8 times per vector).
+  The closest double to a multiple of pi/2 (6381956970095103 2^797, 2^-60.9 away; Muller table
+  11.1) bounds the cancellation the reduction must carry.  ``sin_f32``/``cos_f32`` reduce the
+  float32 argument the same way with a single-double result (a three-part table row for a
+  24-bit significand) and use FreeBSD's ``k_sinf.c``/``k_cosf.c`` polynomials in float64, then
+  round once; every float32 input is checked (tests/test_vecmath.py, slow).
 * ``exp_f32`` has its own cheaper float64 evaluation (see its doc); the other ``*_f32``
   functions evaluate the float64 ones and round once to float32:
   the float64 error (< 1 ulp of float64 = 2^-29 ulp of float32) plus that rounding
@@ -44,7 +58,8 @@ exponential function in IEEE floating-point arithmetic", ACM TOMS 15(2), 1989):
 
 Specials follow IEEE/C99: exp(NaN) = NaN, exp(+inf) = inf, exp(-inf) = +0, exp(+-0) = 1,
 overflow gives inf and underflow gives subnormals or +0; log(NaN) = NaN, log(x < 0) =
-NaN, log(+-0) = -inf, log(+inf) = inf, log(1) = +0.
+NaN, log(+-0) = -inf, log(+inf) = inf, log(1) = +0; sin(+-inf) = cos(+-inf) = NaN,
+sin(+-0) = +-0, cos(+-0) = 1.
 
 Each function exists as ``<name>_f64``, ``<name>_f32`` and ``<name>`` (dispatching on the
 argument's type inside Numba code; NumPy when called from Python).  Functions too big for
@@ -615,9 +630,11 @@ def _rem_pio2(a):
     * a >= 2^28, Payne-Hanek (Payne & Hanek 1983; Muller, 11.4): a = M 2^E with M an integer;
       a 2/pi mod 4 = M G(E) mod 4 with G(E) = 2^E 2/pi mod 4 from ``_PH_TABLE`` (a gather: the
       row is chosen by E) in four 53-bit parts g0..g3.  M g0 and M g1 are exact double-doubles
-      (FMA); their multiples of 4 and the integer q are removed exactly (all terms are
-      multiples of 2^-104, so the sums are exact up to the M g2, M g3 terms); the fraction
-      f = a 2/pi - 4j - q keeps an absolute error below 2^-150, then r = f pi/2 in double-double.
+      (FMA); their multiples of 4 and the integer q are removed exactly (these terms are
+      multiples of 2^-104, so TwoSums keep them exact), M g2 (exact double-double) and M g3 are
+      added last, so the only roundings are of terms below 2^-53 |f| + 2^-100 and the fraction
+      f = a 2/pi - 4j - q has a relative error below 2^-90 (|f| >= 2^-62); then r = f pi/2 in
+      double-double.
     """
     # Cody-Waite
     t = a * _TWO_OVER_PI + _SHIFT
@@ -720,18 +737,102 @@ def cos_f64(x):  # inlined in Numba IR (too big for LLVM's inliner)
     return y if a < math.inf else x - x
 
 
+# FreeBSD msun k_sinf.c / k_cosf.c (Bruce D. Evans, 1994; float kernels evaluated in double):
+# |sin(r)/r - s(r)| < 2^-37.5 and |cos(r) - c(r)| < 2^-34.1 on |r| <= pi/4.
+_SF1 = -0.16666666641626524
+_SF2 = 0.008333329385889463
+_SF3 = -0.00019839334836096632
+_SF4 = 2.718311493989822e-06
+_CF0 = -0.499999997251031
+_CF1 = 0.04166662332373906
+_CF2 = -0.001388676377460993
+_CF3 = 2.439044879627741e-05
+
+
+def _payne_hanek_table_f32():
+    """For each E = 5 ... 104 (a float32 |x| = M 2^E with M a 24-bit integer, 2^28 <= |x| < 2^128):
+    2^E (2/pi) mod 4 from 2^1 down to 2^-133 in three doubles of 29, 53 and 53 bits (weights
+    2^1..2^-27, 2^-28..2^-80, 2^-81..2^-133), so that M g0 is exact; a flat float64 array."""
+    bits = int(_TWO_OVER_PI_HEX, 16)
+    mask = (1 << 53) - 1
+    out = []
+    for e in range(5, 105):
+        n = (bits >> (1200 - 133 - e)) & ((1 << 135) - 1)
+        out += [math.ldexp(float(n >> 106), -27), math.ldexp(float((n >> 53) & mask), -80),
+                math.ldexp(float(n & mask), -133)]
+    return np.array(out)
+
+
+_PH_TABLE_F32 = _payne_hanek_table_f32()
+
+
+@numba.njit(cache=True, fastmath=False, error_model="numpy", nogil=True, inline="always")
+def _rem_pio2_f32(a):
+    """a = (4j + q) pi/2 + r for a float32 value a >= 0 held in a float64 (finite): (q, r), q in 0..3,
+    |r| <= pi/4 (+ 2^-50), r with relative error below 2^-50 (float32 results need about 2^-30).
+
+    Below 2^28, ``_rem_pio2``'s Cody-Waite steps with a single-double result; above, Payne-Hanek
+    as there with a 24-bit M and a three-part table row: M g0 is exact and its multiples of 4 are
+    removed exactly, M g1 is an exact double-double, M g2 is rounded (absolute error < 2^-104).
+    """
+    t = a * _TWO_OVER_PI + _SHIFT
+    kf = t - _SHIFT
+    kq = _f64_bits(t) - _SHIFT_BITS
+    r1 = _fma(-kf, _PIO2_1, a)              # exact
+    ph = kf * _PIO2_2
+    pl = _fma(kf, _PIO2_2, -ph)
+    cw = (r1 - ph) - (pl + kf * _PIO2_3)
+    bits = _f64_bits(a)
+    i = (bits >> 52) - 1023 - 23 - 5        # row of E = exponent - 23
+    i = 0 if i < 0 else i
+    i = 99 if i > 99 else i
+    m = float(((bits >> 29) & 0x7fffff) | 0x800000)
+    g0 = _PH_TABLE_F32[3 * i]
+    g1 = _PH_TABLE_F32[3 * i + 1]
+    g2 = _PH_TABLE_F32[3 * i + 2]
+    h = m * g0                              # exact: 24 + 29 bits
+    s0 = h - 4.0 * _rint(0.25 * h)          # exact, |s0| <= 2
+    u = m * g1
+    v = _fma(m, g1, -u)
+    s1, e1 = _two_sum(s0, u)
+    tq = s1 + _SHIFT
+    pq = _f64_bits(tq) - _SHIFT_BITS
+    f = (s1 - (tq - _SHIFT)) + ((e1 + v) + m * g2)
+    big = a >= _CW_MAX
+    r = f * _PIO2_1 if big else cw
+    q = pq if big else kq
+    return q & 3, r
+
+
+@numba.njit(cache=True, fastmath=False, error_model="numpy", nogil=True, inline="always")
+def _sin_cos_f32(x, want_cos):
+    """sin(x) or cos(x) of a float32 x in float64 (k_sinf.c / k_cosf.c kernels), rounded once to
+    float32: reduction and kernel errors stay below 2^-33 relative, so the result is within
+    0.5 + 2^-9 ulp of float32 (every float32 input checked, tests/test_vecmath.py, slow)."""
+    xd = np.float64(x)
+    a = abs(xd)
+    q, r = _rem_pio2_f32(a)
+    z = r * r
+    w = z * z
+    sn = (r + z * r * (_SF1 + z * _SF2)) + z * r * w * (_SF3 + z * _SF4)
+    cs = ((1.0 + z * _CF0) + w * _CF1) + (w * z) * (_CF2 + z * _CF3)
+    qq = q + 1 if want_cos else q
+    y = cs if (qq & 1) != 0 else sn
+    neg = ((qq & 2) != 0) != ((_f64_bits(xd) < 0) & (not want_cos))
+    y = -y if neg else y
+    return np.float32(y if a < math.inf else xd - xd)
+
+
 @numba.njit(cache=True, fastmath=False, error_model="numpy", nogil=True, inline="always")
 def sin_f32(x):
-    """sin(x) for a float32 scalar: the float64 result (< 1 ulp of float64 = 2^-29 ulp of float32)
-    rounded once, error < 1 ulp of float32."""
-    return np.float32(sin_f64(np.float64(x)))
+    """sin(x) for a float32 scalar, error < 1 ulp of float32 (``_sin_cos_f32``).  NaN, +-inf -> NaN; +-0 -> +-0."""
+    return _sin_cos_f32(x, False)
 
 
 @numba.njit(cache=True, fastmath=False, error_model="numpy", nogil=True, inline="always")
 def cos_f32(x):
-    """cos(x) for a float32 scalar: the float64 result rounded once, error < 1 ulp of float32."""
-    return np.float32(cos_f64(np.float64(x)))
-
+    """cos(x) for a float32 scalar, error < 1 ulp of float32 (``_sin_cos_f32``).  NaN, +-inf -> NaN; +-0 -> 1."""
+    return _sin_cos_f32(x, True)
 
 # ---- end of the text generated modules copy ----
 
