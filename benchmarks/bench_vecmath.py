@@ -7,7 +7,7 @@ emit/prelude.py's ``_sigmoid``/``_softplus``) and with ``vecmath.*``, against Nu
 (``np.exp(x, out=out)``, SIMD; sigmoid/softplus as the same stable forms in NumPy calls).
 Medians of REPEATS runs after one warm-up; ratios are measured in the same run.  The
 maximum ulp error of each vecmath call over the same points (against long double) is
-printed too, so a speed-up that costs accuracy shows.
+printed too (and NumPy's), so a speed-up that costs accuracy shows.
 
     python benchmarks/bench_vecmath.py          -> benchmarks/results/vecmath.md
 """
@@ -179,8 +179,9 @@ def main() -> None:
                 t_vm = median_time(loops[1], x, out)
                 err = max_ulp(out, x, lambda v: ufunc(v, out=np.empty_like(v)), dtype)
                 t_np = median_time(lambda: ufunc(x, out=out))
+                err_np = max_ulp(out, x, lambda v: ufunc(v, out=np.empty_like(v)), dtype)
             rows.append([name, np.dtype(dtype).name, fmt_t(t_math), fmt_t(t_vm), fmt_t(t_np),
-                         f"{t_math / t_vm:.1f}x", f"{t_vm / t_np:.2f}", f"{err:.3f}"])
+                         f"{t_math / t_vm:.1f}x", f"{t_vm / t_np:.2f}", f"{err:.3f}", f"{err_np:.3f}"])
             print(rows[-1], flush=True)
     import llvmlite.binding as llvm
     cpu = platform.processor() or platform.machine()
@@ -191,7 +192,7 @@ def main() -> None:
             f"n = {N:,}, median of {REPEATS}; command: python benchmarks/bench_vecmath.py")
     md = head + "\n\n" + table(["function", "dtype", "Numba loop, math.*", "Numba loop, vecmath",
                                 "NumPy", "vecmath speed-up over math.*", "vecmath / NumPy",
-                                "vecmath max ulp (these points)"], rows)
+                                "vecmath max ulp (these points)", "NumPy max ulp"], rows)
     out_dir = Path(__file__).resolve().parent / "results"
     out_dir.mkdir(exist_ok=True)
     (out_dir / "vecmath.md").write_text(md + "\n")
