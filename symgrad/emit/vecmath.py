@@ -606,7 +606,7 @@ def _rint(typingctx, x):
     return numba.types.float64(numba.types.float64), codegen
 
 
-@numba.njit(cache=True, fastmath=False, error_model="numpy", nogil=True, inline="always")
+@numba.njit(cache=True, fastmath=False, error_model="numpy", nogil=True)
 def _two_sum(a, b):
     """(s, e) with s = RN(a + b) and a + b = s + e exactly (Knuth's TwoSum, 6 operations)."""
     s = a + b
@@ -615,7 +615,7 @@ def _two_sum(a, b):
 
 
 @numba.njit(cache=True, fastmath=False, error_model="numpy", nogil=True, inline="always")
-def _rem_pio2(a):
+def _rem_pio2(a):  # too big for LLVM's inliner
     """a = (4j + q) pi/2 + r for a float64 a >= 0 (finite): (q, r_hi, r_lo), q in 0..3 (int64),
     r = r_hi + r_lo with |r| <= pi/4 (+ 2^-48), relative error below 2^-70.
 
@@ -684,7 +684,7 @@ def _rem_pio2(a):
     return q & 3, rh, rl
 
 
-@numba.njit(cache=True, fastmath=False, error_model="numpy", nogil=True, inline="always")
+@numba.njit(cache=True, fastmath=False, error_model="numpy", nogil=True)
 def _ksin(x, y):
     """sin(x + y) for |x + y| <= pi/4 + 2^-48, |y| <= 2^-52 |x| (fdlibm k_sin.c with its tail y)."""
     z = x * x
@@ -693,7 +693,7 @@ def _ksin(x, y):
     return x - ((z * (0.5 * y - v * r) - y) - v * _S1)
 
 
-@numba.njit(cache=True, fastmath=False, error_model="numpy", nogil=True, inline="always")
+@numba.njit(cache=True, fastmath=False, error_model="numpy", nogil=True)
 def _kcos(x, y):
     """cos(x + y) for |x + y| <= pi/4 + 2^-48 (FreeBSD msun k_cos.c: 1 - x^2/2 split exactly)."""
     z = x * x
@@ -766,7 +766,7 @@ def _payne_hanek_table_f32():
 _PH_TABLE_F32 = _payne_hanek_table_f32()
 
 
-@numba.njit(cache=True, fastmath=False, error_model="numpy", nogil=True, inline="always")
+@numba.njit(cache=True, fastmath=False, error_model="numpy", nogil=True)
 def _rem_pio2_f32(a):
     """a = (4j + q) pi/2 + r for a float32 value a >= 0 held in a float64 (finite): (q, r), q in 0..3,
     |r| <= pi/4 (+ 2^-50), r with relative error below 2^-50 (float32 results need about 2^-30).
