@@ -21,7 +21,9 @@ from symgrad.ir.ops import REGISTRY, sympy_functions, sympy_relations
 from symgrad.stabilize import numeric, reference
 from symgrad.trace import numpy_api
 
-ELEMENTWISE = sorted(n for n, op in REGISTRY.items() if op.elementwise)
+# the double-double region has a program parameter and any number of arguments: its facets are
+# checked in tests/stabilize/test_ddregion.py
+ELEMENTWISE = sorted(n for n, op in REGISTRY.items() if op.elementwise and n != "dd_region")
 # SymPy's own expression forms stand for these (Add, Mul, Pow, Piecewise, Max, And ...),
 # which from_sympy and both evaluators handle structurally
 STRUCTURAL_SYMPY = {"add", "sub", "mul", "div", "neg", "pow", "sqrt", "where", "stop_gradient",

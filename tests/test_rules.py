@@ -81,7 +81,8 @@ IR_ONLY = {
 # ops whose derivative is zero by definition, not the derivative of their value
 ZERO_DERIVATIVE = {"stop_gradient": lambda a: a}
 
-EXCLUDED = {"where": "tested separately (boolean condition argument)"}
+EXCLUDED = {"where": "tested separately (boolean condition argument)",
+            "dd_region": "tests/stabilize/test_ddregion.py (a program parameter, any number of arguments)"}
 # the special-function and piecewise ops: table-driven in tests/test_special.py, grouped per kernel
 EXCLUDED.update({n: "tests/test_special.py" for n in (
     "erfc", "erfcx", "ndtr", "log_ndtr", "ndtri", "erfinv", "erfcinv", "digamma", "polygamma", "gammaln",

@@ -25,6 +25,7 @@ from symgrad.emit.module import KernelDef, emit_module
 from symgrad.emit.printer import KernelIO
 from symgrad.emit.tape import build_tape
 from symgrad.ir.ops import REGISTRY
+from symgrad.ir.ddprogram import OP_NAME as DD_REGION
 from symgrad.runtime.gufunc import gufunc_call
 from symgrad.trace.trace import trace_program
 
@@ -49,6 +50,8 @@ def _both_tiers(program, stabilize: bool):
     if stabilize:
         stabilize_kernel(p.graph, kd, 0.25)
     tape = build_tape(p.graph, kd.args, kd.outputs, kd.widen_float32)
+    if tape is None and any(p.graph[n].op == DD_REGION for n in p.graph.ancestors([o.node for o in kd.outputs])):
+        pytest.skip("the stabiliser chose a double-double region: no opcode, the program waits for Numba")
     assert tape is not None, "every op the generator draws has a tape lowering"
     key = cache_key(p.fingerprint(), "tier-test", stabilize)
     module = load_module(kd.name, key, emit_module(p.graph, [kd], ["tier test"]))
@@ -124,8 +127,10 @@ def _all_ops_program(x, y, n):
     return tuple(out)
 
 
+# (a double-double region is not a user op: it has a program parameter and no opcode; the
+# interpreter refuses it, tests/stabilize/test_ddregion.py::test_interpreter_tier_refuses_a_region)
 ELEMENTWISE = sorted(n for n, op in REGISTRY.items()
-                     if op.elementwise and op.domain and "bool" not in op.domain
+                     if op.elementwise and op.domain and "bool" not in op.domain and n != DD_REGION
                      and not (op.nondiff and (op.infix or n.startswith("logical_"))))
 
 

@@ -22,6 +22,7 @@ from ..ir.from_sympy import from_sympy
 from ..ir.graph import Graph
 from ..ir.interpret import sympy_number
 from ..ir.ops import REGISTRY
+from ..ir.ddprogram import OP_NAME as DD_REGION
 from ..stabilize.budget import StabilizeBudgetExceeded, cpu_clock, hard_deadline
 
 MAX_REGION_NODES = 60
@@ -76,9 +77,11 @@ def region_sizes(g: Graph, roots: list[int], limit: int) -> dict[int, int]:
     return {r: (limit + 1 if regions.get(r, frozenset()) is None else len(regions.get(r, ()))) for r in roots}
 
 
-# ops a stabiliser region is made of: elementwise, with a SymPy form
+# ops a stabiliser region is made of: elementwise, with a SymPy form (a double-double region the
+# stabiliser made is a leaf: its value is final)
+_NOT_REGION = frozenset({"stop_gradient", DD_REGION})
 _REGION_OPS = frozenset(name for name, op in REGISTRY.items()
-                        if op.elementwise and op.sympy is not None and name != "stop_gradient")
+                        if op.elementwise and op.sympy is not None and name not in _NOT_REGION)
 
 
 _COMPARISONS = {"gt", "ge", "lt", "le", "eq", "ne", "where"}
@@ -133,7 +136,7 @@ def _region_expr(g: Graph, root: int):
             out = sympy_number(float(g.consts[nid]))
         elif node.op == "bconst" and node.shape == ():
             out = sp.true if bool(g.consts[nid]) else sp.false
-        elif op.elementwise and op.sympy is not None and node.op != "stop_gradient":
+        elif node.op in _REGION_OPS:
             size += 1
             out = op.sympy(*[rec(a) for a in node.args])
         else:
@@ -154,8 +157,7 @@ def budget_of(stabilize) -> float:
 
 def _stabilizable(g: Graph, nid: int) -> bool:
     node = g[nid]
-    op = REGISTRY[node.op]
-    return node.kind == "f" and op.elementwise and op.sympy is not None and node.op != "stop_gradient"
+    return node.kind == "f" and node.op in _REGION_OPS
 
 
 def region_roots(g: Graph, outputs: list[int]) -> list[int]:

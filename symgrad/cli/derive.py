@@ -24,6 +24,7 @@ class Rewrite:
     change: str
     bits: str  # "float64 10.3 -> 0.1, float32 6.2 -> 0.1"
     regime: str = ""
+    cost: str = ""  # "double-double region: 7 dd operations (1 elementary functions)"
 
 
 @dataclass
@@ -55,7 +56,8 @@ def _rewrites(kernel, named) -> dict:
         bits = ", ".join(f"{dt} {r.bits[dt][0]:.1f} -> {r.bits[dt][2]:.1f}" for dt in ("float64", "float32")
                          if dt in r.bits)
         before, after = (named(e) if hasattr(e, "subs") else e for e in (r.before, r.after))
-        out.setdefault(name, []).append(Rewrite(r.name, f"{before} -> {after}", bits, r.regime or ""))
+        out.setdefault(name, []).append(Rewrite(r.name, f"{before} -> {after}", bits, r.regime or "",
+                                                 getattr(r, "cost", None) or ""))
     return out
 
 
@@ -203,7 +205,8 @@ def print_derivation(d: Derivation, fmt: str, kind: str) -> None:
             print("  stable rewrites:")
             for r in o.rewrites:
                 print(f"    {r.name}: {r.change}")
-                print(f"      bits of error {r.bits}" + (f"  (regime: {r.regime})" if r.regime else ""))
+                print(f"      bits of error {r.bits}" + (f"  (regime: {r.regime})" if r.regime else "")
+                      + (f"  (cost: {r.cost})" if r.cost else ""))
         if o.stable is not None:
             print(_block("  stable form", o.stable, fmt).replace("\n    ", "\n      "))
     for note in d.notes:

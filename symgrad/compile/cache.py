@@ -50,6 +50,7 @@ from pathlib import Path
 from .._version import __version__
 from ..emit.prelude import vecmath_enabled
 from ..errors import CacheWarning
+from ..ir.ddprogram import dd_regions_enabled
 
 _MODULES: dict[str, object] = {}
 _LOCK = threading.RLock()
@@ -133,18 +134,19 @@ def code_hash() -> str:
 def cache_key(*parts: object) -> str:
     """sha256 of the parts' reprs plus everything else that determines generated code:
     the versions of symgrad, Numba, NumPy and SymPy, symgrad's own source, and the
-    environment switches the emitter reads (``$SYMGRAD_VECMATH``: vecmath helpers or libm calls),
-    so a module generated under one setting is never reused under the other.
+    environment switches the emitter and the stabiliser read (``$SYMGRAD_VECMATH``: vecmath helpers
+    or libm calls; ``$SYMGRAD_DD_REGIONS``: double-double regions allowed or not), so a module
+    generated under one setting is never reused under the other.
 
     Raises:
-      ValueError: ``$SYMGRAD_VECMATH`` is set to something other than 0 or 1.
+      ValueError: ``$SYMGRAD_VECMATH`` or ``$SYMGRAD_DD_REGIONS`` is set to something other than 0 or 1.
     """
     import numba
     import numpy
     import sympy
 
     h = hashlib.sha256()
-    switches = ("vecmath", vecmath_enabled())
+    switches = ("vecmath", vecmath_enabled(), "dd_regions", dd_regions_enabled())
     for p in (__version__, code_hash(), numba.__version__, numpy.__version__, sympy.__version__, switches, *parts):
         h.update(repr(p).encode())
         h.update(b"\0")

@@ -91,7 +91,7 @@ def emit_kernel(g: Graph, k: KernelDef, dtypes=DTYPES, max_ops: int | None = Non
         sfx = SUFFIX[dtype]
         widen = dtype == "float32" and k.widen_float32 and not arr_outs and all(a.shape == () for a in k.args)
         body = print_body(g, k.args, k.outputs, "float64" if widen else dtype, cnames, k.comments,
-                          vecmath_inline=small_scalar_core)
+                          vecmath_inline=small_scalar_core, double_double=dtype == "float64")
         doc = f"{k.doc} ({dtype} core, computed in float64 and rounded once)." if widen else f"{k.doc} ({dtype} core)."
         if dtype != dtypes[0]:  # the same statements as the first core: its comments are printed once, there
             body = [line for line in body if not line.lstrip().startswith("#")]

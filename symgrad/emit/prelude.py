@@ -21,6 +21,8 @@ import os
 import re
 from pathlib import Path
 
+from . import ddregion
+
 HELPERS = {
     "_sigmoid": '''
 @numba.njit(cache=True, fastmath=False, error_model="numpy", nogil=True)
@@ -160,12 +162,11 @@ def _vm_name(name: str) -> str:
     return "_vm" + name if name.startswith("_") else "_vm_" + name
 
 
-@functools.lru_cache(maxsize=1)
-def _vm_pieces() -> dict[str, tuple[str, tuple[str, ...]]]:
-    """``{_vm name: (source text, _vm names it uses)}`` in vecmath.py's order (each piece's
-    dependencies come before it)."""
-    text = Path(__file__).with_name("vecmath.py").read_text()
-    lines = text.splitlines()
+def _copied_pieces(path: Path, rename, decorator: str = "") -> dict[str, tuple[str, tuple[str, ...]]]:
+    """``{renamed name: (source text, renamed names it uses)}`` of the block between the marker lines
+    of ``path``, in the file's order (each piece's dependencies come before it); functions get
+    ``decorator`` when given (the block of :mod:`symgrad.ir.ddmath` is plain Python)."""
+    lines = path.read_text().splitlines()
     start = next(i for i, line in enumerate(lines) if line.startswith(_VM_BEGIN))
     end = next(i for i, line in enumerate(lines) if line.startswith(_VM_END))
     block = "\n".join(lines[start:end])
@@ -177,18 +178,40 @@ def _vm_pieces() -> dict[str, tuple[str, tuple[str, ...]]]:
         elif isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
             names[node.targets[0].id] = node
         else:
-            raise ValueError(f"vecmath.py line {start + node.lineno}: the copied block holds only functions "
+            raise ValueError(f"{path.name} line {start + node.lineno}: the copied block holds only functions "
                              "and constants")
-    rename = re.compile(r"\b(" + "|".join(sorted(names, key=len, reverse=True)) + r")\b")
+    pattern = re.compile(r"\b(" + "|".join(sorted(names, key=len, reverse=True)) + r")\b")
     block_lines = block.splitlines()
     pieces = {}
     for name, node in names.items():
         first = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])])
         src = "\n".join(block_lines[first - 1:node.end_lineno])
+        if decorator and isinstance(node, ast.FunctionDef):
+            src = decorator + "\n" + src
         used = {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and n.id in names and n.id != name}
-        pieces[_vm_name(name)] = (rename.sub(lambda m: _vm_name(m.group(1)), src) + "\n",
-                                  tuple(_vm_name(u) for u in names if u in used))
+        pieces[rename(name)] = (pattern.sub(lambda m: rename(m.group(1)), src) + "\n",
+                                tuple(rename(u) for u in names if u in used))
     return pieces
+
+
+@functools.lru_cache(maxsize=1)
+def _vm_pieces() -> dict[str, tuple[str, tuple[str, ...]]]:
+    """``{_vm name: (source text, _vm names it uses)}`` in vecmath.py's order."""
+    return _copied_pieces(Path(__file__).with_name("vecmath.py"), _vm_name)
+
+
+_DD_JIT = '@numba.njit(cache=True, fastmath=False, error_model="numpy", nogil=True)'
+
+
+@functools.lru_cache(maxsize=1)
+def _dd_pieces() -> dict[str, tuple[str, tuple[str, ...]]]:
+    """``{_dd name: (source text, _dd names it uses)}``: the scalar double-double functions of
+    symgrad/ir/ddmath.py (``dd_add`` -> ``_dd_add``), each ``numba.njit``, for region helpers."""
+    return _copied_pieces(Path(__file__).parent.parent / "ir" / "ddmath.py", lambda n: "_" + n, _DD_JIT)
+
+
+def _library_pieces() -> dict[str, tuple[str, tuple[str, ...]]]:
+    return {**_vm_pieces(), **_dd_pieces()}
 
 
 def _helper_source(name: str) -> str:
@@ -196,6 +219,10 @@ def _helper_source(name: str) -> str:
         return HELPERS[name]
     if name in _vm_pieces():
         return _vm_pieces()[name][0]
+    if name in _dd_pieces():
+        return _dd_pieces()[name][0]
+    if name.startswith("_dd_region_"):
+        return ddregion.helper_source(name)
     if name.startswith("_vm_") and name.endswith("_call") and name[:-5] in _vm_pieces():
         return _VM_CALL.format(name=name, inner=name[:-5])
     if name == "_scipy_special":
@@ -227,7 +254,7 @@ def _scipy_arity(name: str) -> int:
 def _all_helper_names() -> list[str]:
     from ..ir.ops import REGISTRY
 
-    names = list(HELPERS) + list(_vm_pieces())
+    names = list(HELPERS) + list(_vm_pieces()) + list(_dd_pieces())
     for op in REGISTRY.values():
         names += [h for h in op.helpers if h not in names]
     return names + (["_sc_psi"] if "_sc_psi" not in names else [])
@@ -241,14 +268,15 @@ def helpers_used(body_text: str) -> list[str]:
     while texts:
         text = texts.pop()
         found = [n for n in _all_helper_names() if n not in used and f"{n}(" in text]
-        while found:  # with the constants and functions a vecmath piece uses
+        found += [n for n in ddregion.region_helpers(text) if n not in used]
+        while found:  # with the constants and functions a vecmath or double-double piece uses
             name = found.pop()
             if name not in used:
                 used.append(name)
                 texts.append(_helper_source(name))
-                found += list(_vm_pieces().get(name, ("", ()))[1])
-    order = _all_helper_names()
-    used.sort(key=order.index)
+                found += list(_library_pieces().get(name, ("", ()))[1])
+    order = {n: k for k, n in enumerate(_all_helper_names())}
+    used.sort(key=lambda n: (order.get(n, len(order)), n))  # region helpers last, by name
     return (["_scipy_special"] if any(n.startswith("_sc_") for n in used) else []) + used
 
 

@@ -52,6 +52,8 @@ class PrintContext:
     const_names: dict[int, str] = field(default_factory=dict)
     vecmath: bool = field(default_factory=vecmath_enabled)
     vecmath_inline: bool = True  # scalar nodes inline vecmath too (else they call ``_vm_*_call``)
+    double_double: bool = True  # dd_region nodes call their double-double helper (float64 kernels only;
+    # float32 kernels, widened to float64 or not, print the region's plain formula: symgrad.ir.rules.ddregion)
 
     @property
     def dtype_expr(self) -> str:
@@ -274,13 +276,14 @@ class _Body:
 
 def print_body(g: Graph, args: list[KernelIO], outputs: list[KernelIO], dtype: str,
                const_names: dict[int, str], comments: dict[int, str] | None = None,
-               vecmath_inline: bool = True) -> list[str]:
+               vecmath_inline: bool = True, double_double: bool = True) -> list[str]:
     """Source lines (unindented) computing ``outputs`` from ``args``.
 
     Scalar outputs are assigned to their names; array outputs are written into
-    the output arrays of the same name.
+    the output arrays of the same name.  ``double_double=False`` prints double-double
+    regions as their plain formulas (the float32 kernels).
     """
-    ctx = PrintContext(g, dtype, const_names, vecmath_inline=vecmath_inline)
+    ctx = PrintContext(g, dtype, const_names, vecmath_inline=vecmath_inline, double_double=double_double)
     comments = {**g.notes, **(comments or {})}
     order = g.ancestors([o.node for o in outputs])
     body = _Body(g, ctx, {a.node: a.name for a in args}, comments)

@@ -31,6 +31,7 @@ import numpy as np
 
 from ..ir.graph import Graph
 from ..ir.ops import REGISTRY
+from ..ir.ddprogram import OP_NAME as DD_REGION
 from ..ir.rules.structural import index_to_python, parse_spec
 
 # Exponents (and bases) for which LLVM rewrites pow with a literal constant operand (pow(x, 2.0)
@@ -48,7 +49,7 @@ def _opcode_names() -> list[str]:
     names = list(first)
     names += [f"pow_x^{p!r}" for p in POW_EXPONENTS] + [f"pow_{b!r}^x" for b in POW_BASES]
     names += sorted(n for n, op in REGISTRY.items()
-                    if op.elementwise and n not in names and n not in ("stop_gradient",))
+                    if op.elementwise and n not in names and n not in ("stop_gradient", DD_REGION))
     return names
 
 
@@ -202,6 +203,8 @@ def _lower(b: _Builder, g: Graph, node, regs):
     if op == "stop_gradient":
         return regs[node.args[0]]
     opdef = REGISTRY[op]
+    if opdef.elementwise and op not in OPCODE:  # a double-double region: no opcode (symgrad.ir.rules.ddregion)
+        raise NotLowerable(op)
     if opdef.elementwise:
         return _elementwise(b, g, node, regs)
     lower = _STRUCTURAL.get(op)

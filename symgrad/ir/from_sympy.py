@@ -9,7 +9,9 @@ from __future__ import annotations
 import sympy as sp
 
 from .graph import Graph
+from .ddprogram import OP_NAME as DD_REGION, from_sympy_region
 from .ops import sympy_functions, sympy_relations
+from .sympy_funcs import dd
 
 # SymPy class -> op name, derived from each op's ``sympy`` facet (symgrad.ir.ops)
 _FUNCTIONS = {cls: op.name for cls, op in sympy_functions().items()}
@@ -94,6 +96,9 @@ def from_sympy(g: Graph, expr, leaves: dict) -> int:
             for a in args[1:]:
                 acc = g.apply(name, acc, rec(a))
             return acc
+        if isinstance(e, dd):  # one double-double region node over the region's leaves, sorted by name
+            syms = sorted(e.free_symbols, key=lambda s: s.name)
+            return g.apply(DD_REGION, *[rec(s) for s in syms], params=(from_sympy_region(e.args[0], syms),))
         func = type(e)
         if func in _FUNCTIONS:
             return g.apply(_FUNCTIONS[func], *[rec(a) for a in e.args])

@@ -55,7 +55,8 @@ def evaluate(g: Graph, outputs: list[int], env: dict[int, object], mode: str = "
         op = REGISTRY[node.op]
         args = [vals[a] for a in node.args]
         if mode == "sympy" and op.elementwise:
-            res = np.frompyfunc(op.sympy, len(args), 1)(*args)
+            params = node.params  # a dd_region's program; elementwise ops otherwise have none
+            res = np.frompyfunc(lambda *a: op.sympy(*a, *params), len(args), 1)(*args)
         else:
             with np.errstate(all="ignore"):
                 res = op.numpy(*args, *node.params)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import mpmath
 import sympy as sp
 
-__all__ = ["log1p", "expm1", "softplus", "sigmoid", "logaddexp", "hypot", "CUSTOM_FUNCTIONS"]
+__all__ = ["log1p", "expm1", "softplus", "sigmoid", "logaddexp", "hypot", "dd", "strip_dd", "CUSTOM_FUNCTIONS"]
 
 
 class _StableFunction(sp.Function):
@@ -149,6 +149,37 @@ class hypot(_StableFunction):
     @staticmethod
     def _mp(a, b):
         return mpmath.hypot(a, b)
+
+
+class dd(sp.Function):
+    """``dd(u)`` is ``u``, evaluated in double-double arithmetic and rounded once to float64.
+
+    A mark the stabiliser puts on an ill-conditioned region of a float64 formula (see
+    :mod:`symgrad.stabilize.ddregion`); mathematically the identity, so derivatives and
+    references see through it (:func:`strip_dd`).  It becomes one ``dd_region`` graph node
+    (:mod:`symgrad.ir.rules.ddregion`); float32 kernels evaluate ``u`` as it is.
+    """
+    nargs = 1
+
+    @classmethod
+    def eval(cls, u):
+        if u.is_Number or u.is_Symbol:
+            return u
+
+    def fdiff(self, argindex=1):
+        return sp.S.One
+
+    def _eval_evalf(self, prec):
+        return self.args[0].evalf(prec)
+
+    def _eval_is_extended_real(self):
+        return self.args[0].is_extended_real
+
+
+def strip_dd(expr):
+    """``expr`` with every :class:`dd` mark removed (the same function)."""
+    expr = sp.sympify(expr)
+    return expr.replace(dd, lambda u: u) if expr.has(dd) else expr
 
 
 CUSTOM_FUNCTIONS = {cls.__name__: cls for cls in (log1p, expm1, softplus, sigmoid, logaddexp, hypot)}

@@ -30,9 +30,12 @@ from typing import Mapping, Sequence
 import numpy as np
 import sympy as sp
 
+from symgrad.ir.ddprogram import dd_regions_enabled
+
 from .accept import accept
 from .accuracy import bits_of_error_report, ulp_bits
 from .budget import cpu_clock
+from .ddregion import dd_region
 from .numeric import compile_numpy
 from .result import RewriteRecord, StabilizeResult
 from .search import DEFAULT_WORK, Search
@@ -73,7 +76,10 @@ def stabilize(expr: sp.Expr, variables: Sequence[sp.Symbol], *, domain: Mapping 
         n_points: sample points per dtype.
 
     Returns:
-        :class:`StabilizeResult` with the chosen expression and the applied rewrites.
+        :class:`StabilizeResult` with the chosen expression and the applied rewrites.  Where the
+        float64 form still exceeds 2 ulps, the expression may mark one subexpression ``dd(u)``:
+        evaluated in double-double in float64 kernels (:mod:`.ddregion`; the last-resort
+        candidate, its cost in the record; ``$SYMGRAD_DD_REGIONS=0`` turns it off).
     """
     t0 = cpu_clock()
     expr = sp.sympify(expr)
@@ -100,6 +106,13 @@ def stabilize(expr: sp.Expr, variables: Sequence[sp.Symbol], *, domain: Mapping 
     if note is not None:
         wide = wide and form != expr  # the formula as written is kept as it is
         records, summary = _after_acceptance(expr, best.expr, form, wide, records, s, dtypes)
+    if "float64" in s.samples and dd_regions_enabled() and cpu_clock() - t0 < budget_s:  # float64 beyond 2 ulps
+        hit = dd_region(form, s.vars, s.samples["float64"], expr, domain, t0 + budget_s)
+        if hit is not None:
+            form, rec = hit
+            at = len(records) - 1 if wide else len(records)  # the float32 widening record stays last
+            records = records[:at] + [rec] + records[at:]
+            summary["float64"] = rec.bits["float64"]
     return StabilizeResult(form, records, s.exhausted, cpu_clock() - t0,
                            summary, s.used, s.timed_out, wide, note)
 

@@ -21,7 +21,9 @@ import numpy as np
 import sympy as sp
 
 from symgrad.ir import numpy_funcs as npf
+from symgrad.ir.ddprogram import from_sympy_region, run_many
 from symgrad.ir.ops import sympy_functions, sympy_relations
+from symgrad.ir.sympy_funcs import dd
 
 __all__ = ["compile_numpy", "evaluate", "np_softplus", "np_sigmoid"]
 
@@ -87,6 +89,8 @@ def _compile_node(expr, pos: dict, t) -> Callable[[Env], np.ndarray]:
         return lambda env: np.False_
     if not expr.free_symbols and not isinstance(expr, sp.Piecewise):
         return _const(expr, t)
+    if isinstance(expr, dd):
+        return _compile_dd(expr, pos, t)
     if expr.is_Add:
         return _compile_add(expr, pos, t)
     if expr.is_Mul:
@@ -123,6 +127,22 @@ def _compile_node(expr, pos: dict, t) -> Callable[[Env], np.ndarray]:
         a = _compile(expr.args[0], pos, t)
         return lambda env: np.logical_not(a(env))
     raise NotImplementedError(f"numeric evaluator: unsupported node {expr.func}")
+
+
+def _compile_dd(expr, pos, t):
+    """A double-double region: in float64 exactly the kernel's helper (:func:`symgrad.ir.ddprogram.run`
+    at each point); in float32 its plain formula, as float32 kernels print it."""
+    if t is not np.float64:
+        return _compile(expr.args[0], pos, t)
+    syms = sorted(expr.free_symbols, key=lambda s: s.name)
+    program = from_sympy_region(expr.args[0], syms)
+    parts = [_compile(s, pos, t) for s in syms]
+
+    def region(env):
+        cols = [np.broadcast_to(np.asarray(p(env), dtype=np.float64), np.shape(env[0]) if env else ())
+                for p in parts]
+        return run_many(program, [c.reshape(-1) for c in cols]).reshape(np.shape(cols[0]))
+    return region
 
 
 def _is_negative(t) -> bool:

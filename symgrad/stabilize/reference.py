@@ -28,6 +28,7 @@ import numpy as np
 import sympy as sp
 
 from symgrad.ir.ops import sympy_functions, sympy_relations
+from symgrad.ir.sympy_funcs import dd
 
 from .budget import check_deadline
 from .ddeval import compile_dd, round_certified
@@ -235,6 +236,8 @@ def _compile_node(expr, pos, rec):
         c = _const(expr)
         if c is not None:
             return c
+    if isinstance(expr, dd):  # a double-double mark is the identity on values
+        return rec(expr.args[0])
     if expr.is_Add:
         parts = [rec(a) for a in expr.args]
         track = not _is_exact(expr)
@@ -293,12 +296,12 @@ def _compile_node(expr, pos, rec):
                     _LOSS[0] = max(_LOSS[0], 10**9)
             return r
         return ill
-    if f in _UNARY:
+    if f in _UNARY:  # log1p, acosh, asin ... of an argument outside their real domain: NaN
         g, a = _UNARY[f], rec(expr.args[0])
-        return lambda env: g(a(env))
+        return lambda env: _real(g(a(env)))
     if f in _CUSTOM:
         g, parts = _CUSTOM[f], [rec(a) for a in expr.args]
-        return lambda env: g(*[p(env) for p in parts])
+        return lambda env: _real(g(*[p(env) for p in parts]))
     if f in (sp.Max, sp.Min):
         g = max if f is sp.Max else min
         parts = [rec(a) for a in expr.args]

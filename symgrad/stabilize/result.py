@@ -7,6 +7,8 @@ from typing import Optional, Sequence
 import numpy as np
 import sympy as sp
 
+from symgrad.ir.sympy_funcs import strip_dd
+
 from .numeric import compile_numpy
 
 __all__ = ["RewriteRecord", "StabilizeResult"]
@@ -25,6 +27,8 @@ class RewriteRecord:
         regime: the Piecewise condition introduced by the step, or None.
         expr_before: whole expression before the step.
         expr_after: whole expression after the step.
+        cost: what the step costs at run time when that is more than its formula shows
+            (``"double-double region: 41 dd operations"``), else None.
     """
     name: str
     before: sp.Expr
@@ -33,16 +37,18 @@ class RewriteRecord:
     regime: Optional[str] = None
     expr_before: Optional[sp.Expr] = None
     expr_after: Optional[sp.Expr] = None
+    cost: Optional[str] = None
 
     def one_line(self) -> str:
-        """``name: before -> after  [f64 bits a -> b, f32 c -> d]``."""
+        """``name: before -> after  [f64 bits a -> b, f32 c -> d]  (cost: ...)``."""
         parts = []
         for dt, tag in (("float64", "f64 bits"), ("float32", "f32")):
             if dt in self.bits:
                 mb, _, ma, _ = self.bits[dt]
                 parts.append(f"{tag} {mb:.1f} -> {ma:.1f}")
         reg = f"  (regime: {self.regime})" if self.regime else ""
-        return f"{self.name}: {self.before} -> {self.after}  [{', '.join(parts)}]{reg}"
+        cost = f"  (cost: {self.cost})" if self.cost else ""
+        return f"{self.name}: {self.before} -> {self.after}  [{', '.join(parts)}]{reg}{cost}"
 
 
 @dataclass(frozen=True)
@@ -84,10 +90,11 @@ def evaluate_result(expr: sp.Expr, widen_float32: bool, variables: Sequence[sp.S
     """Values of a stabiliser's chosen form as the emitted kernel computes them in ``dtype``.
 
     float32 with ``widen_float32`` evaluates in float64 and rounds once; otherwise the
-    arithmetic is in ``dtype`` throughout.
+    arithmetic is in ``dtype`` throughout.  Double-double regions (``dd(u)``) are double-double
+    in float64 only: float32 kernels compute their plain formula.
     """
     if np.dtype(dtype) == np.float32 and widen_float32:
-        wide = compile_numpy(expr, variables, np.float64)(np.asarray(X, dtype=np.float64))
+        wide = compile_numpy(strip_dd(expr), variables, np.float64)(np.asarray(X, dtype=np.float64))
         with np.errstate(over="ignore", invalid="ignore"):
             return wide.astype(np.float32)
     return compile_numpy(expr, variables, dtype)(X)

@@ -43,39 +43,40 @@ GRID = np.concatenate([-_MAG[::-1], _MAG])  # where roots and thresholds of mode
 ROOT_STEPS = (1, 3, 10, 30, 100, 300, 1000, 3000)  # float32 ulps from a sign change of the reference
 
 
-def stress_sample(expr: sp.Expr, variables: Sequence[sp.Symbol], domain=None) -> Sample | None:
-    """float32 points where a formula is most likely to cancel: a log/linear grid of moderate
-    magnitudes and, for one variable, the floats next to every root of ``expr`` on that grid.
+def stress_sample(expr: sp.Expr, variables: Sequence[sp.Symbol], domain=None, dtype=np.float32) -> Sample | None:
+    """Points of ``dtype`` (float32 by default) where a formula is most likely to cancel: a log/linear
+    grid of moderate magnitudes and, for one variable, the floats next to every root of ``expr`` on
+    that grid (1 to 3000 ulps of ``dtype`` away).
 
     The bit-pattern sample rarely lands within a few thousand ulps of a root (the derivative
     of x * sigmoid(x) has one at x = -1.2785), where the condition number is large.
     """
     if len(variables) != 1:
         return None
+    dt = np.dtype(dtype)
     lo, hi = (domain or {}).get(variables[0], (-np.inf, np.inf))
-    X = GRID[(GRID >= float(lo)) & (GRID <= float(hi))].astype(np.float32)
+    X = GRID[(GRID >= float(lo)) & (GRID <= float(hi))].astype(dt)
     fn = compile_mpmath(expr, variables)
-    ref = reference_values(fn, X[:, None], np.float32)
+    ref = reference_values(fn, X[:, None], dt)
     sign = np.sign(ref)
     near = []
     for i in np.flatnonzero((sign[:-1] * sign[1:] < 0) & np.isfinite(ref[:-1]) & np.isfinite(ref[1:])):
-        a, b = ordinal(X[i:i + 1])[0], ordinal(X[i + 1:i + 2])[0]
+        a, b = int(ordinal(X[i:i + 1])[0]), int(ordinal(X[i + 1:i + 2])[0])  # Python ints: no int64 overflow
         while b - a > 1:  # bisect the sign change down to adjacent floats
             m = (a + b) // 2
-            if np.sign(reference_values(fn, from_ordinal(np.array([m]), np.float32)[:, None], np.float32)[0]) \
-                    == sign[i]:
+            if np.sign(reference_values(fn, from_ordinal(np.array([m]), dt)[:, None], dt)[0]) == sign[i]:
                 a = m
             else:
                 b = m
         near += [a - k for k in ROOT_STEPS] + [b + k for k in ROOT_STEPS]
     if near:
-        extra = from_ordinal(np.array(near, dtype=np.int64), np.float32)
+        extra = from_ordinal(np.array(near, dtype=np.int64), dt)
         wide = extra.astype(np.float64)
         X = np.concatenate([X, extra[(wide >= float(lo)) & (wide <= float(hi))]])
     X = X[:, None]
-    ref = reference_values(fn, X, np.float32)
+    ref = reference_values(fn, X, dt)
     ok = np.isfinite(ref)
-    return Sample(np.dtype(np.float32), X[ok], ref[ok])
+    return Sample(dt, X[ok], ref[ok])
 
 
 def widen_record(expr: sp.Expr, variables: Sequence[sp.Symbol], sample: Sample,

@@ -1,0 +1,114 @@
+"""Run-time cost and accuracy of double-double regions (issue 16, point 4).
+
+For gradients whose float64 form the stabiliser evaluates partly in double-double, the compiled
+float64 kernel with regions (the default) against the same program built with
+``SYMGRAD_DD_REGIONS=0`` (float64 arithmetic throughout; the module cache keys differ), on
+n = 10^6 points: x ~ U(-10, 10) (every input), and the points next to the root of swish'.
+Medians of REPEATS calls after one warm-up, both variants timed in the same run; the maximum
+error in ulps against mpmath (50 digits) on a subsample shows what the time buys.
+
+    python benchmarks/bench_dd_regions.py      -> benchmarks/results/dd_regions.md
+"""
+from __future__ import annotations
+
+import datetime
+import os
+import platform
+import sys
+from pathlib import Path
+
+import mpmath
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import fmt_t, median_time, table  # noqa: E402
+
+import symgrad as sg  # noqa: E402
+from symgrad.stabilize.accuracy import ulp_bits  # noqa: E402
+
+N, REPEATS, N_ACC = 1_000_000, 7, 400
+
+
+def _swish(x):
+    return x / (1 + np.exp(-x))
+
+
+def _binary_ce(x, y):
+    return -y * np.log(1 / (1 + np.exp(-x))) - (1 - y) * np.log(1 - 1 / (1 + np.exp(-x)))
+
+
+def _lse2(a, b):
+    return np.log(np.exp(a) + np.exp(b))
+
+
+def _mp_swish1(v):
+    s = 1 / (1 + mpmath.exp(-v))
+    return s * (1 + v * (1 - s))
+
+
+def _mp_ce1(v, w):
+    return 1 / (1 + mpmath.exp(-v)) - w
+
+
+def _mp_lse_b(a, b):
+    return 1 / (1 + mpmath.exp(a - b))
+
+
+CASES = [  # name, function, argnums, inputs, mpmath gradient (the first partial, or d/db for lse2)
+    ("swish' (x / (1 + exp(-x)))", _swish, 0, "uniform", _mp_swish1),
+    ("swish' next to its root", _swish, 0, "root", _mp_swish1),
+    ("binary cross-entropy d/dx", _binary_ce, 0, "uniform", _mp_ce1),
+    ("log(e^a + e^b) d/db", _lse2, 1, "uniform", _mp_lse_b),
+]
+
+
+def _inputs(kind, nargs, rng):
+    if kind == "root":
+        return [-1.2784645427610738 * (1 + rng.uniform(-1e-6, 1e-6, N))]
+    return [rng.uniform(-10, 10, N) for _ in range(nargs)]
+
+
+def _max_ulps(got, mpf, args):
+    idx = np.linspace(0, N - 1, N_ACC).astype(int)
+    with mpmath.workdps(50):
+        ref = np.array([float(mpf(*[mpmath.mpf(float(a[i])) for a in args])) for i in idx])
+    return float(2.0 ** ulp_bits(got[idx], ref).max() - 1)
+
+
+def main() -> None:
+    rng = np.random.default_rng(0)
+    rows = []
+    for name, fn, argnum, kind, mpf in CASES:
+        nargs = fn.__code__.co_argcount
+        args = _inputs(kind, nargs, rng)
+        if fn is _binary_ce:
+            args[1] = rng.uniform(0, 1, N)  # labels in [0, 1]
+        res = {}
+        for setting in ("1", "0"):
+            os.environ["SYMGRAD_DD_REGIONS"] = setting
+            g = sg.grad(fn, argnums=argnum)
+            g(*[a[:8] for a in args])  # build and compile outside the timing
+            res[setting] = (median_time(lambda: g(*args), REPEATS), _max_ulps(g(*args), mpf, args))
+        os.environ.pop("SYMGRAD_DD_REGIONS")
+        (t1, e1), (t0, e0) = res["1"], res["0"]
+        rows.append([name, fmt_t(t0), fmt_t(t1), f"{t1 / t0:.1f}x", f"{e0:.0f}", f"{e1:.0f}"])
+        print(rows[-1], flush=True)
+    head = ["# Double-double regions: run-time cost (benchmarks/bench_dd_regions.py)", "",
+            f"Date: {datetime.datetime.now().isoformat(timespec='seconds')}  ",
+            f"Machine: {platform.platform()}, {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs "
+            f"(shared with other jobs while this ran: the ratios, measured in one run, are the result), "
+            f"Python {platform.python_version()}  ",
+            "Command: `python benchmarks/bench_dd_regions.py`  ",
+            f"n = {N} points per call, median of {REPEATS} calls after a warm-up; float64 gradient kernels "
+            "built with `SYMGRAD_DD_REGIONS=0` (float64 only) and with regions (default). Max error in ulps "
+            f"against 50-digit mpmath at {N_ACC} evenly spaced points of the same inputs.", ""]
+    body = table(["gradient", "float64 only", "with dd regions", "ratio", "max ulps float64 only",
+                  "max ulps with regions"], rows)
+    out = Path(__file__).resolve().parent / "results" / "dd_regions.md"
+    out.write_text("\n".join(head) + "\n" + body + "\n")
+    print(body)
+
+
+if __name__ == "__main__":
+    main()

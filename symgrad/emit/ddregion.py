@@ -1,0 +1,73 @@
+"""Source of the per-program helpers of double-double regions (``_dd_region_<hash>``).
+
+Each ``dd_region`` node of a float64 kernel prints as a call to a helper generated from its
+program (:mod:`symgrad.ir.ddprogram`): one statement per instruction, each value a named pair
+``t<k>_hi, t<k>_lo``, calling the scalar double-double functions of :mod:`symgrad.ir.ddmath`
+(copied into the module as ``_dd_add``, ``_dd_exp`` ...), and one rounding at the end::
+
+    @numba.njit(cache=True, fastmath=False, error_model="numpy", nogil=True)
+    def _dd_region_5d0c1e2f3a4b(a0):
+        \"\"\"a0 + exp(a0) + 1 in double-double (Dekker 1971), rounded once to float64: 3 dd operations.\"\"\"
+        t1_hi, t1_lo = a0, 0.0
+        t2_hi, t2_lo = _dd_exp(t1_hi, t1_lo)
+        ...
+        return t4_hi + t4_lo
+
+The text holds only names from :data:`symgrad.ir.ddprogram.INSTRUCTIONS`, integers and
+float literals: no user text.
+"""
+from __future__ import annotations
+
+import re
+
+import sympy as sp
+
+from ..ir.ddprogram import operation_count, program_of, to_sympy
+
+PATTERN = re.compile(r"\b_dd_region_[0-9a-f]{12}(?=\()")
+_CALLS = {"add": "_dd_add", "mul": "_dd_mul", "div": "_dd_div", "exp": "_dd_exp", "expm1": "_dd_expm1",
+          "log": "_dd_log", "log1p": "_dd_log1p", "sqrt": "_dd_sqrt", "sigmoid": "_dd_sigmoid",
+          "softplus": "_dd_softplus"}
+JIT = '@numba.njit(cache=True, fastmath=False, error_model="numpy", nogil=True)'
+
+
+def region_helpers(text: str) -> list[str]:
+    """Names of the region helpers ``text`` calls, in order of first appearance."""
+    return list(dict.fromkeys(PATTERN.findall(text)))
+
+
+def helper_source(name: str) -> str:
+    """Source of helper ``name`` (a name :func:`symgrad.ir.ddprogram.helper_name` gave).
+
+    Raises:
+      KeyError: ``name`` is not a region helper of this process.
+    """
+    program = program_of(name)
+    n_in = 1 + max((ins[1] for ins in program if ins[0] == "input"), default=-1)
+    params = [f"a{i}" for i in range(n_in)]
+    shown = to_sympy(program, [sp.Symbol(p) for p in params])
+    doc = (f'"""{shown} in double-double (Dekker 1971; Joldes, Muller & Popescu 2017), rounded once to '
+           f'float64: {operation_count(program)} dd operations."""')
+    lines = ["", JIT, f"def {name}({', '.join(params)}):", f"    {doc}"]
+    for k, ins in enumerate(program):
+        op, out = ins[0], f"t{k}_hi, t{k}_lo"
+        hi = lambda j: f"t{j}_hi"  # noqa: E731
+        lo = lambda j: f"t{j}_lo"  # noqa: E731
+        if op == "input":
+            rhs = f"{params[ins[1]]}, 0.0"
+        elif op == "const":
+            rhs = f"{ins[1]!r}, {ins[2]!r}"
+        elif op == "neg":
+            rhs = f"-{hi(ins[1])}, -{lo(ins[1])}"
+        elif op == "sub":
+            rhs = f"_dd_add({hi(ins[1])}, {lo(ins[1])}, -{hi(ins[2])}, -{lo(ins[2])})"
+        elif op == "powi":
+            rhs = f"_dd_powi({hi(ins[1])}, {lo(ins[1])}, {int(ins[2])})"
+        elif len(ins) == 3:
+            rhs = f"{_CALLS[op]}({hi(ins[1])}, {lo(ins[1])}, {hi(ins[2])}, {lo(ins[2])})"
+        else:
+            rhs = f"{_CALLS[op]}({hi(ins[1])}, {lo(ins[1])})"
+        lines.append(f"    {out} = {rhs}")
+    last = len(program) - 1
+    lines.append(f"    return t{last}_hi + t{last}_lo")
+    return "\n".join(lines) + "\n"

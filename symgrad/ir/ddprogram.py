@@ -1,0 +1,234 @@
+"""Straight-line programs of double-double regions: built from SymPy, run, shown, named.
+
+A region the stabiliser marks ``dd(u)`` (:class:`symgrad.ir.sympy_funcs.dd`) becomes one
+``dd_region`` graph node whose arguments are the free symbols of ``u`` (sorted by name) and
+whose parameter is ``u`` as a tuple of instructions, each referring to earlier ones by index:
+
+* ``("input", i)``: argument ``i`` of the node;
+* ``("const", hi, lo)``: the constant ``hi + lo`` (``lo`` carries the bits of 1/3, ln 2 ...
+  that float64 drops);
+* ``(op, a)`` / ``(op, a, b)`` for ``op`` in :data:`UNARY` / :data:`BINARY`;
+* ``("powi", a, n)``: ``a ** n`` for an integer ``n``.
+
+The value is the last instruction's.  A program holds only names from these tables, integers
+and floats (never user text), so the code printed from it (:mod:`symgrad.emit.ddregion`) is
+safe by construction.  :func:`run` evaluates it with :mod:`.ddmath`, the same functions and
+roundings the kernel's helper executes, so the stabiliser scores what the kernel computes.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+
+import mpmath
+import numpy as np
+import sympy as sp
+
+from . import ddmath as D
+from .interpret import sympy_number
+from .sympy_funcs import dd, expm1, log1p, sigmoid, softplus
+
+__all__ = ["dd_regions_enabled", "OP_NAME", "UNARY", "BINARY", "from_sympy_region", "to_sympy", "run", "run_many", "operation_count",
+           "helper_name", "program_of", "INSTRUCTIONS"]
+
+def dd_regions_enabled() -> bool:
+    """Whether the stabiliser may choose double-double regions (``$SYMGRAD_DD_REGIONS``: ``1``, the
+    default, yes; ``0``: no, float64 kernels stay in float64 arithmetic, faster where a region would
+    have been chosen and less accurate there).  Part of every generated module's cache key.
+
+    Raises:
+      ValueError: the variable is set to something other than ``0`` or ``1``.
+    """
+    text = os.environ.get("SYMGRAD_DD_REGIONS", "").strip()
+    if text in ("", "1"):
+        return True
+    if text == "0":
+        return False
+    raise ValueError(f"SYMGRAD_DD_REGIONS must be 1 (double-double regions allowed, the default) or 0; got {text!r}")
+
+
+OP_NAME = "dd_region"  # the graph op of a region (symgrad.ir.rules.ddregion)
+UNARY = {"neg": None, "exp": D.dd_exp, "expm1": D.dd_expm1, "log": D.dd_log, "log1p": D.dd_log1p,
+         "sqrt": D.dd_sqrt, "sigmoid": D.dd_sigmoid, "softplus": D.dd_softplus}
+BINARY = {"add": D.dd_add, "sub": None, "mul": D.dd_mul, "div": D.dd_div}
+_SYMPY_UNARY = {sp.exp: "exp", expm1: "expm1", sp.log: "log", log1p: "log1p", sigmoid: "sigmoid",
+                softplus: "softplus"}
+INSTRUCTIONS = ("input", "const", "powi", *UNARY, *BINARY)
+
+
+def _split(value: sp.Expr) -> tuple[float, float]:
+    with mpmath.workprec(320):
+        v = mpmath.mpf(sp.Float(value, 100)._mpf_) if not value.is_Float else mpmath.mpf(value._mpf_)
+        hi = float(v)
+        return hi, float(v - hi)
+
+
+def _is_negative(t) -> bool:  # as symgrad.ir.from_sympy: terms printed as subtractions
+    return t.could_extract_minus_sign() and not t.is_Number or (t.is_Number and t < 0)
+
+
+def from_sympy_region(u: sp.Expr, variables) -> tuple:
+    """The program of ``u`` over ``variables`` (ordered symbols).
+
+    Sums are formed in :func:`symgrad.ir.from_sympy.from_sympy`'s order (positive terms by
+    ``default_sort_key``, then the negative ones subtracted), products as numerator then
+    one division per denominator factor.
+
+    Raises:
+      NotImplementedError: ``u`` has a node with no double-double routine (sin, a non-integer
+        power other than 1/2, Piecewise ...).
+    """
+    prog: list[tuple] = []
+    memo: dict = {}
+    pos = {v: i for i, v in enumerate(variables)}
+
+    def add(instr) -> int:
+        if instr in memo:
+            return memo[instr]
+        prog.append(instr)
+        memo[instr] = len(prog) - 1
+        return memo[instr]
+
+    def rec(e) -> int:
+        key = ("expr", e)
+        if key in memo:
+            return memo[key]
+        memo[key] = out = build(e)
+        return out
+
+    def build(e) -> int:
+        if e in pos:
+            return add(("input", pos[e]))
+        if e.is_Number or e.is_NumberSymbol:
+            if not e.is_real or e.is_infinite:
+                raise NotImplementedError(f"double-double region: constant {e}")
+            return add(("const", *_split(e)))
+        if isinstance(e, sp.Symbol):
+            raise NotImplementedError(f"double-double region: free symbol {e}")
+        if e.is_Add:
+            terms = sorted(e.args, key=sp.default_sort_key)
+            plus = [rec(t) for t in terms if not _is_negative(t)]
+            minus = [rec(-t) for t in terms if _is_negative(t)]
+            acc = plus[0] if plus else None
+            for t in plus[1:]:
+                acc = add(("add", acc, t))
+            for t in minus:
+                acc = add(("neg", t)) if acc is None else add(("sub", acc, t))
+            return acc
+        if e.is_Mul:
+            if e.args[0] == -1:
+                return add(("neg", rec(sp.Mul(*e.args[1:]))))
+            num = [f for f in e.args if not (f.is_Pow and f.exp.is_Number and f.exp < 0)]
+            den = [sp.Pow(f.base, -f.exp) for f in e.args if f.is_Pow and f.exp.is_Number and f.exp < 0]
+            acc = rec(num[0]) if num else add(("const", 1.0, 0.0))
+            for f in num[1:]:
+                acc = add(("mul", acc, rec(f)))
+            for f in den:
+                acc = add(("div", acc, rec(f)))
+            return acc
+        if e.is_Pow:
+            base, ex = e.args
+            if base == sp.E:
+                return add(("exp", rec(ex)))
+            if ex == sp.Rational(1, 2):
+                return add(("sqrt", rec(base)))
+            if ex == sp.Rational(-1, 2):
+                return add(("div", add(("const", 1.0, 0.0)), add(("sqrt", rec(base)))))
+            if ex.is_Integer and abs(int(ex)) <= 64:
+                return add(("powi", rec(base), int(ex)))
+            raise NotImplementedError(f"double-double region: power {e}")
+        if isinstance(e, dd):
+            return rec(e.args[0])
+        name = _SYMPY_UNARY.get(e.func)
+        if name is None:
+            raise NotImplementedError(f"double-double region: no routine for {e.func.__name__}")
+        return add((name, rec(e.args[0])))
+
+    rec(sp.sympify(u))
+    return tuple(prog)
+
+
+def to_sympy(program: tuple, args) -> sp.Expr:
+    """The SymPy expression ``program`` computes from the SymPy values ``args``."""
+    vals: list = []
+    for ins in program:
+        op = ins[0]
+        if op == "input":
+            v = args[ins[1]]
+        elif op == "const":
+            v = sympy_number(ins[1]) if ins[2] == 0.0 else sp.Float(mpmath.mpf(ins[1]) + mpmath.mpf(ins[2]), 34)
+        elif op == "powi":
+            v = vals[ins[1]] ** ins[2]
+        elif op == "neg":
+            v = -vals[ins[1]]
+        elif op in BINARY:
+            a, b = vals[ins[1]], vals[ins[2]]
+            v = a + b if op == "add" else a - b if op == "sub" else a * b if op == "mul" else a / b
+        else:
+            v = {"exp": sp.exp, "expm1": expm1, "log": sp.log, "log1p": log1p, "sigmoid": sigmoid,
+                 "softplus": softplus, "sqrt": sp.sqrt}[op](vals[ins[1]])
+        vals.append(v)
+    return vals[-1]
+
+
+def operation_count(program: tuple) -> int:
+    """Number of double-double operations (instructions other than inputs and constants)."""
+    return sum(1 for ins in program if ins[0] not in ("input", "const"))
+
+
+def run(program: tuple, *args: float) -> float:
+    """Value of ``program`` at float64 ``args``, exactly as the kernel's helper computes it:
+    :mod:`.ddmath` on every instruction, ``hi + lo`` rounded once at the end."""
+    hi: list = []
+    lo: list = []
+    for ins in program:
+        op = ins[0]
+        if op == "input":
+            h, l = float(args[ins[1]]), 0.0  # noqa: E741
+        elif op == "const":
+            h, l = ins[1], ins[2]  # noqa: E741
+        elif op == "neg":
+            h, l = -hi[ins[1]], -lo[ins[1]]  # noqa: E741
+        elif op == "sub":
+            a, b = ins[1], ins[2]
+            h, l = D.dd_add(hi[a], lo[a], -hi[b], -lo[b])  # noqa: E741
+        elif op == "powi":
+            h, l = D.dd_powi(hi[ins[1]], lo[ins[1]], ins[2])  # noqa: E741
+        elif op in BINARY:
+            a, b = ins[1], ins[2]
+            h, l = BINARY[op](hi[a], lo[a], hi[b], lo[b])  # noqa: E741
+        else:
+            h, l = UNARY[op](hi[ins[1]], lo[ins[1]])  # noqa: E741
+        hi.append(h)
+        lo.append(l)
+    return hi[-1] + lo[-1]
+
+
+def run_many(program: tuple, columns) -> np.ndarray:
+    """:func:`run` at every row: ``columns`` are float64 arrays of one length (one per input)."""
+    cols = [np.asarray(c, dtype=np.float64) for c in columns]
+    n = len(cols[0]) if cols else 1
+    out = np.empty(n)
+    for i in range(n):
+        out[i] = run(program, *[c[i] for c in cols])
+    return out
+
+
+_PROGRAMS: dict[str, tuple] = {}  # helper name -> program (a memo: the name is a hash of the program)
+
+
+def helper_name(program: tuple) -> str:
+    """``_dd_region_<12 hex digits>``: the name of the kernel helper that runs ``program``."""
+    digest = hashlib.sha256(repr(program).encode()).hexdigest()[:12]
+    name = f"_dd_region_{digest}"
+    _PROGRAMS[name] = program
+    return name
+
+
+def program_of(name: str) -> tuple:
+    """The program whose helper is ``name`` (given by :func:`helper_name` in this process).
+
+    Raises:
+      KeyError: no program of that name was printed.
+    """
+    return _PROGRAMS[name]

@@ -1,0 +1,154 @@
+"""The scalar double-double arithmetic of kernels (symgrad/ir/ddmath.py) against mpmath.
+
+Error-free transformations must be exact; dd operations and elementary functions within
+2^-100 (arithmetic) and 2^-98 (exp, expm1, log, log1p, sigmoid, softplus) relative to the
+exact value of the dd input, wherever the result's tail is not subnormal.  The Numba-compiled
+copy a generated module holds (symgrad.emit.prelude) must give the same bits as the Python
+functions, which is what the stabiliser scores.
+"""
+from __future__ import annotations
+
+import importlib.util
+import math
+
+import mpmath
+import numpy as np
+import pytest
+
+from symgrad.emit.prelude import helper_source, helpers_used
+from symgrad.ir import ddmath as D
+
+RNG = np.random.default_rng(20261124)
+
+
+def _mp(h, l=0.0):  # noqa: E741
+    return mpmath.mpf(float(h)) + mpmath.mpf(float(l))
+
+
+def _dd(x):
+    """A dd number near float ``x`` with a random tail."""
+    return D.dd_fast_two_sum(x, x * 2.0 ** -54 * RNG.uniform(-1, 1))
+
+
+def _rel(got, ref):
+    return abs((_mp(*got) - ref) / ref)
+
+
+def test_error_free_transformations_are_exact():
+    a = RNG.choice([-1.0, 1.0], 3000) * 10.0 ** RNG.uniform(-150, 150, 3000)
+    b = RNG.choice([-1.0, 1.0], 3000) * 10.0 ** RNG.uniform(-150, 150, 3000)
+    a[:5] = [1e300, -3e305, 7e299, 1.0, 2.0 ** 996 * 1.5]  # beyond Veltkamp's limit: scaled splitting
+    b[:5] = [1e-20, 1e-10, -3.0, 1e300, 1e-300]
+    with mpmath.workprec(5000):
+        for x, y in zip(a, b):
+            s, e = D.dd_two_sum(float(x), float(y))
+            assert _mp(s, e) == _mp(x) + _mp(y)
+            if 1e-280 < abs(x * y) < 1e300:  # exact barring underflow of the tail (and overflow)
+                p, f = D.dd_two_prod(float(x), float(y))
+                assert _mp(p, f) == _mp(x) * _mp(y), (x, y)
+
+
+@pytest.mark.parametrize("name,mp_op", [("dd_add", lambda a, b: a + b), ("dd_mul", lambda a, b: a * b),
+                                        ("dd_div", lambda a, b: a / b)])
+def test_arithmetic_has_100_bits(name, mp_op):
+    fn = getattr(D, name)
+    worst = 0
+    with mpmath.workprec(400):
+        for _ in range(2000):
+            a = _dd(float(RNG.standard_normal() * 10.0 ** RNG.uniform(-60, 60)))
+            b = _dd(float(RNG.standard_normal() * 10.0 ** RNG.uniform(-60, 60)))
+            worst = max(worst, _rel(fn(*a, *b), mp_op(_mp(*a), _mp(*b))))
+    assert worst < 2.0 ** -100, math.log2(worst)
+
+
+def test_add_cancelling_terms_is_exact_enough():
+    """x + exp(x) + 1 at the root of swish' (the case the regions exist for): 2^-100 of the result."""
+    with mpmath.workprec(400):
+        for x in -1.2784645 + RNG.uniform(-1e-6, 1e-6, 200):
+            e = D.dd_exp(float(x), 0.0)
+            s = D.dd_add(*D.dd_add(1.0, 0.0, float(x), 0.0), *e)
+            ref = 1 + _mp(x) + mpmath.exp(_mp(x))
+            assert _rel(s, ref) < 2.0 ** -100 * (1 + mpmath.exp(_mp(x)) / abs(ref))
+
+
+FUNCTIONS = [  # name, mpmath, sampler of x
+    ("dd_exp", mpmath.exp, lambda: RNG.uniform(-660, 709)),  # below e^-671 the tail is subnormal
+    ("dd_exp", mpmath.exp, lambda: RNG.uniform(-2, 2)),
+    ("dd_expm1", mpmath.expm1, lambda: RNG.choice([-1, 1]) * 10 ** RNG.uniform(-30, 2.8)),
+    ("dd_log", mpmath.log, lambda: 10 ** RNG.uniform(-300, 300)),
+    ("dd_log", mpmath.log, lambda: 1 + RNG.uniform(-1e-3, 1e-3)),
+    ("dd_log1p", mpmath.log1p, lambda: RNG.choice([-1, 1]) * 10 ** RNG.uniform(-30, -0.6)),
+    ("dd_log1p", mpmath.log1p, lambda: 10 ** RNG.uniform(-0.6, 300)),
+    ("dd_sigmoid", lambda x: 1 / (1 + mpmath.exp(-x)), lambda: RNG.uniform(-660, 700)),
+    ("dd_softplus", lambda x: mpmath.log1p(mpmath.exp(x)), lambda: RNG.uniform(-660, 700)),
+    ("dd_sqrt", mpmath.sqrt, lambda: 10 ** RNG.uniform(-280, 300)),
+]
+
+
+@pytest.mark.parametrize("name,mp_fn,draw", FUNCTIONS, ids=[f"{f[0]}-{i}" for i, f in enumerate(FUNCTIONS)])
+def test_functions_have_98_bits(name, mp_fn, draw):
+    fn = getattr(D, name)
+    worst, at = 0, None
+    with mpmath.workprec(400):
+        for _ in range(600):
+            x = _dd(float(draw()))
+            err = _rel(fn(*x), mp_fn(_mp(*x)))
+            if err > worst:
+                worst, at = err, x
+    assert worst < 2.0 ** -98, (math.log2(worst), at)
+
+
+def test_exp_with_a_subnormal_tail_still_beats_float64():
+    """Below e^-671 the tail is subnormal: fewer bits, still far more than float64's 53."""
+    with mpmath.workprec(400):
+        worst = max(_rel(D.dd_exp(x, 0.0), mpmath.exp(_mp(x))) for x in RNG.uniform(-700, -671, 300))
+    assert worst < 2.0 ** -60, math.log2(worst)
+
+
+def test_powi_matches_repeated_products():
+    with mpmath.workprec(400):
+        for n in (-7, -2, -1, 0, 1, 2, 3, 10, 33):
+            a = _dd(1.1)
+            assert _rel(D.dd_powi(*a, n), _mp(*a) ** n) < 2.0 ** -98
+
+
+@pytest.mark.parametrize("name,x,want", [
+    ("dd_exp", 800.0, math.inf), ("dd_exp", -800.0, 0.0), ("dd_exp", math.nan, math.nan),
+    ("dd_log", 0.0, -math.inf), ("dd_log", -1.0, math.nan), ("dd_log", math.inf, math.inf),
+    ("dd_log1p", -1.0, -math.inf), ("dd_sqrt", -1.0, math.nan), ("dd_sigmoid", -800.0, 0.0),
+    ("dd_sigmoid", 800.0, 1.0), ("dd_softplus", 800.0, 800.0), ("dd_powi", 0.0, math.inf)])
+def test_special_values_are_float64s(name, x, want):
+    got = sum(D.dd_powi(x, 0.0, -2) if name == "dd_powi" else getattr(D, name)(x, 0.0))
+    assert got == want or (math.isnan(got) and math.isnan(want)), (name, x, got)
+
+
+def test_overflow_gives_floats_result_not_nan():
+    """A dd sum or product that overflows is inf, as in float64 (no NaN from inf - inf in a tail)."""
+    assert D.dd_add(1e308, 0.0, 1e308, 0.0) == (math.inf, 0.0)
+    assert D.dd_mul(1e200, 0.0, -1e200, 0.0) == (-math.inf, 0.0)
+    assert D.dd_add(*D.dd_exp(709.7, 0.0), 1e308, 0.0)[0] == math.inf
+    assert D.dd_div(1.0, 0.0, -0.0, 0.0)[0] == -math.inf and math.isnan(D.dd_div(0.0, 0.0, 0.0, 0.0)[0])
+
+
+def test_kernel_copy_gives_the_same_bits(tmp_path):
+    """The njit copy of every function (as generated modules hold it) against the Python functions."""
+    names = ["_dd_exp", "_dd_log", "_dd_log1p", "_dd_expm1", "_dd_div", "_dd_sqrt", "_dd_sigmoid",
+             "_dd_softplus", "_dd_powi"]
+    calls = "\n".join(f"    {n}(" for n in names)
+    used = helpers_used(calls)
+    text = "import math\n\nimport numba\n" + "\n".join(helper_source(h) for h in used)
+    path = tmp_path / "ddcopy.py"
+    path.write_text(text)
+    spec = importlib.util.spec_from_file_location("ddcopy", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    xs = np.concatenate([RNG.uniform(-50, 50, 40), [0.3, -0.29, 1e-20, 700.0, -744.0]])
+    for x in xs:
+        x = float(x)
+        for n in ("exp", "expm1", "sigmoid", "softplus"):
+            assert getattr(mod, f"_dd_{n}")(x, 0.0) == getattr(D, f"dd_{n}")(x, 0.0), (n, x)
+        a = abs(x) + 1e-3
+        for n in ("log", "log1p", "sqrt"):
+            assert getattr(mod, f"_dd_{n}")(a, 0.0) == getattr(D, f"dd_{n}")(a, 0.0), (n, a)
+        assert mod._dd_div(x, 0.0, 3.0, 1e-17) == D.dd_div(x, 0.0, 3.0, 1e-17)
+        assert mod._dd_powi(x, 0.0, 3) == D.dd_powi(x, 0.0, 3)

@@ -1,0 +1,170 @@
+"""Double-double regions (issue 16, point 4): programs, the dd_region op, its kernel helper, and
+the stabiliser choosing one for the derivative of x * sigmoid(x) near its root.
+
+References are mpmath at 50 digits; the root of swish' is bracketed with mpmath.findroot.
+"""
+from __future__ import annotations
+
+import mpmath
+import numpy as np
+import pytest
+import scipy.special
+import sympy as sp
+
+import symgrad as sg
+from symgrad.compile.cache import cache_key, load_module
+from symgrad.emit.module import KernelDef, emit_module
+from symgrad.emit.printer import KernelIO
+from symgrad.emit.tape import build_tape
+from symgrad.ir.ddprogram import from_sympy_region, operation_count, run, to_sympy
+from symgrad.ir.from_sympy import from_sympy
+from symgrad.ir.graph import Graph
+from symgrad.ir.interpret import evaluate
+from symgrad.ir.ops import REGISTRY, E
+from symgrad.ir.sympy_funcs import dd, sigmoid
+from symgrad.stabilize import stabilize
+from symgrad.stabilize.accuracy import ulp_bits
+
+x, y = sp.symbols("x y", real=True)
+TWO_ULPS = float(np.log2(3)) + 1e-9
+
+
+def test_program_round_trip_and_constants():
+    u = (x + sp.exp(x) + 1) * sp.exp(x) / (sp.exp(x) + 1) ** 2 + sp.Rational(1, 3) * sp.log(y)
+    prog = from_sympy_region(u, [x, y])
+    third = [ins for ins in prog if ins[0] == "const" and ins[1] == 1 / 3]
+    assert third and third[0][2] != 0.0  # 1/3 carries the bits float64 drops
+    back = to_sympy(prog, [x, y])
+    for xv, yv in ((0.3, 2.0), (-1.2, 0.7)):
+        assert float(back.subs({x: xv, y: yv})) == pytest.approx(float(u.subs({x: xv, y: yv})), rel=1e-15)
+    assert operation_count(prog) == sum(1 for ins in prog if ins[0] not in ("input", "const"))
+    with pytest.raises(NotImplementedError):
+        from_sympy_region(sp.sin(x) + 1, [x])
+
+
+def _swish_prime_mp(v):
+    s = 1 / (1 + mpmath.exp(-v))
+    return s * (1 + v * (1 - s))
+
+
+def test_run_is_accurate_where_float64_cancels():
+    """x + exp(x) + 1 at x = -1.2784645 (5e-8 out of terms of 0.3): float64 keeps 2^-17, dd all bits."""
+    prog = from_sympy_region(x + sp.exp(x) + 1, [x])
+    with mpmath.workdps(50):
+        for v in -1.2784645 + np.linspace(-1e-7, 1e-7, 21):
+            ref = float(1 + mpmath.mpf(v) + mpmath.exp(mpmath.mpf(v)))
+            assert ulp_bits(np.array([run(prog, v)]), np.array([ref]))[0] <= 1.0
+
+
+def test_dd_region_node_facets():
+    """numpy facet = the kernel's arithmetic, SymPy facet = dd(formula), partials = the formula's derivative."""
+    g = Graph()
+    xi, yi = g.input("x", ()), g.input("y", ())
+    u = x * sp.exp(y) - sp.sqrt(x * x + 1)
+    out = from_sympy(g, dd(u) + 1, {x: xi, y: yi})
+    region = next(n for n in g.ancestors([out]) if g[n].op == "dd_region")
+    X, Y = np.array([0.5, -3.0, 20.0]), np.array([0.1, 2.0, -1.0])
+    vals = evaluate(g, [region], {xi: X, yi: Y})[0]
+    prog = g[region].params[0]
+    assert [run(prog, a, b) for a, b in zip(X, Y)] == list(vals)
+    assert evaluate(g, [region], {xi: np.array(sp.Symbol("p")), yi: np.array(sp.Symbol("q"))},
+                    mode="sympy")[0].item().func is dd
+    parts = REGISTRY["dd_region"].partials(E(g, region), E(g, xi), E(g, yi))
+    got = evaluate(g, [p.id for p in parts], {xi: X, yi: Y})
+    for expr_d, val in zip((sp.diff(u, x), sp.diff(u, y)), got):
+        want = [float(expr_d.subs({x: a, y: b})) for a, b in zip(X, Y)]
+        np.testing.assert_allclose(val, want, rtol=1e-14)
+
+
+def test_stabiliser_adds_no_region_where_float64_suffices():
+    res = stabilize(sp.log(1 + sp.exp(x)), [x], budget_s=10.0)
+    assert not res.expr.has(dd) and all(r.name != "double_double" for r in res.records)
+
+
+def _root() -> float:
+    with mpmath.workdps(50):
+        return mpmath.findroot(lambda t: 1 + t * (1 - 1 / (1 + mpmath.exp(-t))), (-1.3, -1.2),
+                               solver="anderson")
+
+
+def _swish_points() -> np.ndarray:
+    rng = np.random.default_rng(16)
+    r = float(_root())
+    mag = np.geomspace(1e-6, 60.0, 400)
+    return np.concatenate([r * (1 + rng.uniform(-1e-3, 1e-3, 1000)), r * (1 + rng.uniform(-1e-9, 1e-9, 1000)),
+                           -mag, mag])
+
+
+SPELLINGS = {
+    "ratio": lambda v: v / (1 + np.exp(-v)),
+    "x_sigmoid": lambda v: v * (1 / (1 + np.exp(-v))),
+    "x_expit": lambda v: v * scipy.special.expit(v),
+}
+
+
+@pytest.mark.parametrize("spelling", list(SPELLINGS))
+def test_swish_derivative_float64_within_2ulps_near_its_root(spelling):
+    """Issue 16 point 4: d/dx x*sigmoid(x) in float64 within 2 ulps at 2000 points within 1e-3 and
+    1e-9 relative of its root (condition number up to ~1e9 there) and over +-[1e-6, 60]."""
+    X = _swish_points()
+    with mpmath.workdps(50):
+        ref = np.array([float(_swish_prime_mp(mpmath.mpf(float(v)))) for v in X])
+    got = sg.grad(SPELLINGS[spelling])(X)
+    bits = ulp_bits(got, ref)
+    worst = np.argsort(-bits)[:3]
+    assert bits.max() <= TWO_ULPS, (X[worst], bits[worst])
+
+
+def test_swish_region_is_reported_with_its_cost_and_float32_keeps_float64():
+    t = sg.trace(SPELLINGS["ratio"], 0.0)
+    recs = [r for _, r in t.rewrites()]
+    dd_recs = [r for r in recs if r.name == "double_double"]
+    assert len(dd_recs) == 1 and dd_recs[0].cost.startswith("double-double region: ")
+    assert "dd operations" in dd_recs[0].one_line()
+    assert recs[-1].name == "float32_in_float64"  # float32 keeps its float64 route
+    src = t.source("grad")
+    f64 = src[src.index("def lambda_fn_grad_f64("):src.index("def lambda_fn_grad_f64_batch(")]
+    f32 = src[src.index("def lambda_fn_grad_f32("):src.index("def lambda_fn_grad_f32_batch(")]
+    assert "_dd_region_" in f64 and "_dd_region_" not in f32 and "v = np.float64(v)" in f32
+    helper = src[src.index("def _dd_region_"):]
+    helper = helper[:helper.index("\n\n")]
+    assert "t2_hi, t2_lo = _dd_exp(" in helper and helper.rstrip().splitlines()[-1].strip().startswith("return t")
+
+
+def test_interpreter_tier_refuses_a_region():
+    g = Graph()
+    xi = g.input("x", ())
+    out = from_sympy(g, dd(x + sp.exp(x) + 1), {x: xi})
+    io = [KernelIO("x", xi, ())]
+    kd = KernelDef("k", "doc", io, [KernelIO("out", out, ())])
+    assert build_tape(g, kd.args, kd.outputs) is None
+    plain = from_sympy(g, x + sp.exp(x) + 1, {x: xi})
+    assert build_tape(g, io, [KernelIO("out", plain, ())]) is not None
+
+
+def test_jit_of_a_region_matches_run_bit_for_bit():
+    """The compiled helper (Numba) computes what ddprogram.run computes (what the stabiliser scored)."""
+    g = Graph()
+    xi = g.input("x", ())
+    u = sigmoid(-x) * x + 1
+    out = from_sympy(g, dd(u), {x: xi})
+    kd = KernelDef("ddk", "dd region kernel", [KernelIO("x", xi, ())], [KernelIO("out", out, ())])
+    mod = load_module("ddk", cache_key(g.fingerprint([out]), "dd-test"),
+                      emit_module(g, [kd], ["dd region test"]))
+    X = np.concatenate([np.linspace(-40, 40, 101), [-1.2784645, -1.2784644999999]])
+    prog = g[out].params[0]
+    assert list(mod.ddk(X)) == [run(prog, v) for v in X]
+
+
+def test_switch_turns_regions_off_and_keys_the_cache(monkeypatch):
+    swish1 = sp.diff(x / (1 + sp.exp(-x)), x)
+    key_on = cache_key("same program")
+    monkeypatch.setenv("SYMGRAD_DD_REGIONS", "0")
+    assert cache_key("same program") != key_on
+    res = stabilize(swish1, [x], budget_s=10.0)
+    assert not res.expr.has(dd)
+    monkeypatch.setenv("SYMGRAD_DD_REGIONS", "1")
+    assert stabilize(swish1, [x], budget_s=10.0).expr.has(dd)
+    monkeypatch.setenv("SYMGRAD_DD_REGIONS", "yes")
+    with pytest.raises(ValueError, match="SYMGRAD_DD_REGIONS"):
+        cache_key("same program")
