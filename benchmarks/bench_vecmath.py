@@ -1,13 +1,13 @@
-"""Vectorised elementary functions (issue 19): a Numba loop calling math.exp/log vs symgrad.emit.vecmath vs NumPy.
+"""Vectorised elementary functions (issue 19): a Numba loop calling math.exp/log/sin ... vs symgrad.emit.vecmath vs NumPy.
 
 For n = 10^7 points (x ~ N(0, 30); log: |x|; tanh: x/10), float64 and float32, one thread, the same
 array each time: ``for i in range(n): out[i] = f(x[i])`` compiled by Numba (no fastmath)
-with scalar libm calls (``math.exp``/``math.log``; for sigmoid and softplus the forms of
+with scalar libm calls (``math.exp``/``math.log``/``math.sin`` ...; for sigmoid and softplus the forms of
 emit/prelude.py's ``_sigmoid``/``_softplus``) and with ``vecmath.*``, against NumPy
 (``np.exp(x, out=out)``, SIMD; sigmoid/softplus as the same stable forms in NumPy calls).
 Medians of REPEATS runs after one warm-up; ratios are measured in the same run.  The
 maximum ulp error of each vecmath call over the same points (against long double) is
-printed too, so a speed-up that costs accuracy shows.
+printed too (and NumPy's), so a speed-up that costs accuracy shows.
 
     python benchmarks/bench_vecmath.py          -> benchmarks/results/vecmath.md
 """
@@ -106,6 +106,30 @@ def loop_vm_softplus(x, out):
         out[i] = vm.softplus(x[i])
 
 
+@numba.njit(error_model="numpy", nogil=True)
+def loop_math_sin(x, out):
+    for i in range(x.size):
+        out[i] = math.sin(x[i])
+
+
+@numba.njit(error_model="numpy", nogil=True)
+def loop_vm_sin(x, out):
+    for i in range(x.size):
+        out[i] = vm.sin(x[i])
+
+
+@numba.njit(error_model="numpy", nogil=True)
+def loop_math_cos(x, out):
+    for i in range(x.size):
+        out[i] = math.cos(x[i])
+
+
+@numba.njit(error_model="numpy", nogil=True)
+def loop_vm_cos(x, out):
+    for i in range(x.size):
+        out[i] = vm.cos(x[i])
+
+
 def np_sigmoid(x, out):
     e = np.exp(-np.abs(x))
     return np.divide(np.where(x >= 0, 1, e), 1 + e, out=out)
@@ -136,6 +160,7 @@ def max_ulp(y, x, f, dtype) -> float:
 
 def main() -> None:
     rng = np.random.default_rng(0)
+    load_start = os.getloadavg()
     rows = []
     for dtype in (np.float64, np.float32):
         base = rng.normal(0.0, 30.0, N).astype(dtype)
@@ -145,25 +170,29 @@ def main() -> None:
                 ("log", np.abs(base), (loop_math_log, loop_vm_log), np.log),
                 ("tanh", base / 10, (loop_math_tanh, loop_vm_tanh), np.tanh),
                 ("sigmoid", base, (loop_math_sigmoid, loop_vm_sigmoid), np_sigmoid),
-                ("softplus", base, (loop_math_softplus, loop_vm_softplus), np_softplus)):
+                ("softplus", base, (loop_math_softplus, loop_vm_softplus), np_softplus),
+                ("sin", base, (loop_math_sin, loop_vm_sin), np.sin),
+                ("cos", base, (loop_math_cos, loop_vm_cos), np.cos)):
             out = np.empty_like(x)
             with np.errstate(all="ignore"):
                 t_math = median_time(loops[0], x, out)
                 t_vm = median_time(loops[1], x, out)
                 err = max_ulp(out, x, lambda v: ufunc(v, out=np.empty_like(v)), dtype)
                 t_np = median_time(lambda: ufunc(x, out=out))
+                err_np = max_ulp(out, x, lambda v: ufunc(v, out=np.empty_like(v)), dtype)
             rows.append([name, np.dtype(dtype).name, fmt_t(t_math), fmt_t(t_vm), fmt_t(t_np),
-                         f"{t_math / t_vm:.1f}x", f"{t_vm / t_np:.2f}", f"{err:.3f}"])
+                         f"{t_math / t_vm:.1f}x", f"{t_vm / t_np:.2f}", f"{err:.3f}", f"{err_np:.3f}"])
             print(rows[-1], flush=True)
     import llvmlite.binding as llvm
     cpu = platform.processor() or platform.machine()
-    head = (f"Machine: {cpu}, {os.cpu_count()} cores (shared), LLVM host CPU "
+    load = " ".join(f"{v:.2f}" for v in load_start) + " at the start, " + " ".join(f"{v:.2f}" for v in os.getloadavg())
+    head = (f"Machine: {cpu}, {os.cpu_count()} cores (shared; load average {load} at the end), LLVM host CPU "
             f"{numba.core.config.CPU_NAME or llvm.get_host_cpu_name()}; numba {numba.__version__}, numpy {np.__version__}; "
             f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC; "
             f"n = {N:,}, median of {REPEATS}; command: python benchmarks/bench_vecmath.py")
     md = head + "\n\n" + table(["function", "dtype", "Numba loop, math.*", "Numba loop, vecmath",
                                 "NumPy", "vecmath speed-up over math.*", "vecmath / NumPy",
-                                "vecmath max ulp (these points)"], rows)
+                                "vecmath max ulp (these points)", "NumPy max ulp"], rows)
     out_dir = Path(__file__).resolve().parent / "results"
     out_dir.mkdir(exist_ok=True)
     (out_dir / "vecmath.md").write_text(md + "\n")

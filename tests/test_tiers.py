@@ -140,6 +140,19 @@ ELEMENTWISE = sorted(n for n, op in REGISTRY.items()
 def test_every_elementwise_op_bit_identical_including_special_values():
     """Each op's value and JVP on both tiers, at ordinary points and at +-0, subnormals, huge values,
     +-inf and NaN (outside an op's domain both tiers must give the same NaN or inf)."""
+    _every_elementwise_op_bit_identical()
+
+
+@pytest.mark.slow
+def test_every_elementwise_op_bit_identical_with_vecmath(monkeypatch):
+    """The same with ``SYMGRAD_VECMATH=1``: kernels inline the vecmath helpers (exp ... sin, cos), the
+    interpreter calls them as ``_vm_*_call`` functions (one minute: the interpreter module is compiled
+    with every helper)."""
+    monkeypatch.setenv("SYMGRAD_VECMATH", "1")
+    _every_elementwise_op_bit_identical()
+
+
+def _every_elementwise_op_bit_identical():
     p = trace_program(_all_ops_program, (0.0, 0.0, 0.0), [(), (), ()])
     wrt = [0, 1]
     jit = build_kernel(p, "jit", wrt).kernel

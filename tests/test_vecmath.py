@@ -1,4 +1,4 @@
-"""symgrad.emit.vecmath: exp, expm1, log, log1p, tanh, sigmoid, softplus within 1 ulp, exact specials, loops that vectorise.
+"""symgrad.emit.vecmath: exp, expm1, log, log1p, tanh, sigmoid, softplus, sin, cos within 1 ulp, exact specials, loops that vectorise.
 
 Reference: the x87 80-bit long double (64-bit significand; NumPy's ``longdouble`` on
 x86-64 Linux) evaluates exp/log of each float64/float32 input with a relative error
@@ -69,6 +69,18 @@ def _softplus_loop(x, out):
         out[i] = vm.softplus(x[i])
 
 
+@numba.njit(error_model="numpy")
+def _sin_loop(x, out):
+    for i in range(x.size):
+        out[i] = vm.sin(x[i])
+
+
+@numba.njit(error_model="numpy")
+def _cos_loop(x, out):
+    for i in range(x.size):
+        out[i] = vm.cos(x[i])
+
+
 def _ld_sigmoid(x):
     e = np.exp(-np.abs(x))
     return np.where(x >= 0, 1, e) / (1 + e)
@@ -82,7 +94,8 @@ FUNCS = {"exp": (_exp_loop, np.exp, mpmath.exp), "log": (_log_loop, np.log, mpma
          "log1p": (_log1p_loop, np.log1p, mpmath.log1p), "expm1": (_expm1_loop, np.expm1, mpmath.expm1),
          "tanh": (_tanh_loop, np.tanh, mpmath.tanh),
          "sigmoid": (_sigmoid_loop, _ld_sigmoid, lambda v: 1 / (1 + mpmath.exp(-v))),
-         "softplus": (_softplus_loop, _ld_softplus, lambda v: mpmath.log1p(mpmath.exp(v)))}
+         "softplus": (_softplus_loop, _ld_softplus, lambda v: mpmath.log1p(mpmath.exp(v))),
+         "sin": (_sin_loop, np.sin, mpmath.sin), "cos": (_cos_loop, np.cos, mpmath.cos)}
 
 # Max ulp allowed: 1 for every function and dtype (issue 19).  tanh, sigmoid and softplus in
 # float64 evaluate in double-double and round once (bound 0.5 ulp + 2^-8, 0.75 ulp for subnormal
@@ -95,7 +108,9 @@ MEASURED = {("exp", np.float64): 0.855, ("exp", np.float32): 0.502, ("expm1", np
             ("expm1", np.float32): 0.500, ("log", np.float64): 0.802, ("log", np.float32): 0.500,
             ("log1p", np.float64): 0.786, ("log1p", np.float32): 0.500, ("tanh", np.float64): 0.535,
             ("tanh", np.float32): 0.500, ("sigmoid", np.float64): 0.750, ("sigmoid", np.float32): 0.500,
-            ("softplus", np.float64): 0.750, ("softplus", np.float32): 0.500}
+            ("softplus", np.float64): 0.750, ("softplus", np.float32): 0.500,
+            ("sin", np.float64): 0.766, ("sin", np.float32): 0.501, ("cos", np.float64): 0.778,
+            ("cos", np.float32): 0.501}
 
 
 def run(name, x):
@@ -199,8 +214,38 @@ def logistic_inputs(dtype, n, rng):
                            around(1.0, dtype), around(-1.0, dtype), around(22.0, dtype)])
 
 
+# Doubles close to multiples of pi/2 (tiny sin or cos: the hard cases of argument reduction).
+# 6381956970095103 * 2^797 is the closest of all doubles, |x - k pi/2| = 2^-60.9 (Muller,
+# Elementary Functions, 3rd ed., table 11.1); the others are pi/2 multiples rounded to doubles.
+HARD_TRIG = [6381956970095103 * 2.0 ** 797, 1.5707963267948966, 3.141592653589793, 4.71238898038469,
+             6.283185307179586, 7.0 * np.pi / 2, 1e22, 2.0 ** 28, 2.0 ** 28 * np.pi / 2]
+
+
+def trig_inputs(dtype, n, rng):
+    """Random bit patterns (huge arguments, NaN, inf), |x| <= 10, |x| <= 10^6, log-uniform magnitudes
+    over the whole range, points within a few ulps of k pi/2 (k up to 2^20, and 2^j pi/2 up to the
+    top of the range), the Cody-Waite/Payne-Hanek switch at 2^28, subnormals and specials."""
+    fi = np.finfo(dtype)
+    lo, hi = (-45, 38.5) if dtype == np.float32 else (-320, 308.2)
+    k = rng.integers(1, 2 ** 20, n // 8).astype(np.float64)
+    near = (k * (np.pi / 2)).astype(dtype)
+    steps = rng.integers(-3, 4, near.size)
+    near = np.where(steps > 0, np.nextafter(near, dtype(np.inf)), np.where(steps < 0, np.nextafter(near, dtype(-np.inf)), near))
+    with np.errstate(over="ignore"):
+        powers = (np.pi / 2 * 2.0 ** np.arange(0, fi.maxexp - 1)).astype(dtype)
+    parts = [random_bits(rng, dtype, n // 4), rng.uniform(-10.0, 10.0, n // 4), rng.uniform(-1e6, 1e6, n // 8),
+             rng.choice([-1.0, 1.0], n // 4) * 10.0 ** rng.uniform(lo, hi, n // 4), near, -near[: n // 32], powers,
+             float(fi.smallest_normal) * rng.uniform(-1.0, 1.0, n // 100), around(2.0 ** 28, dtype),
+             around(float(fi.max), dtype), around(float(fi.smallest_subnormal), dtype)]
+    parts += [around(t, dtype, 5) for t in HARD_TRIG if t < float(fi.max)]
+    parts.append(np.array(SPECIALS + [float(fi.max), -float(fi.max), float(fi.smallest_subnormal)]))
+    with np.errstate(over="ignore"):
+        return np.concatenate([np.asarray(p).astype(dtype) for p in parts])
+
+
 INPUTS = {"exp": exp_inputs, "log": log_inputs, "log1p": log1p_inputs, "expm1": expm1_inputs,
-          "sigmoid": logistic_inputs, "softplus": logistic_inputs, "tanh": logistic_inputs}
+          "sigmoid": logistic_inputs, "softplus": logistic_inputs, "tanh": logistic_inputs,
+          "sin": trig_inputs, "cos": trig_inputs}
 
 
 def max_ulp_error(name, dtype, n, seed):
@@ -212,7 +257,7 @@ def max_ulp_error(name, dtype, n, seed):
     return float(err[worst]), x[worst], y[worst], x.size
 
 
-ALL = ["exp", "expm1", "log", "log1p", "tanh", "sigmoid", "softplus"]
+ALL = ["exp", "expm1", "log", "log1p", "tanh", "sigmoid", "softplus", "sin", "cos"]
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
@@ -242,7 +287,8 @@ def test_reference_agrees_with_mpmath(name):
     x = INPUTS[name](np.float64, 4000, np.random.default_rng(7))
     with np.errstate(all="ignore"):
         x = x[np.isfinite(x) & {"log": x > 0, "log1p": x > -1, "exp": np.abs(x) < 745, "expm1": np.abs(x) < 700,
-                                "tanh": np.abs(x) < 700, "sigmoid": np.abs(x) < 700, "softplus": np.abs(x) < 700}[name]]
+                                "tanh": np.abs(x) < 700, "sigmoid": np.abs(x) < 700, "softplus": np.abs(x) < 700,
+                                "sin": ~np.isnan(x), "cos": ~np.isnan(x)}[name]]
     ref = reference(name, x)
     with mpmath.workprec(120):
         exact = np.array([LD(str(FUNCS[name][2](mpmath.mpf(float(v))))) for v in x])
@@ -334,13 +380,13 @@ def test_python_level_calls_fall_back_to_numpy():
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 @pytest.mark.parametrize("loop", [_exp_loop, _expm1_loop, _log_loop, _log1p_loop, _tanh_loop, _sigmoid_loop,
-                                  _softplus_loop])
+                                  _softplus_loop, _sin_loop, _cos_loop])
 def test_loops_vectorise_without_libm_calls(loop, dtype):
     """The loop's LLVM IR holds vector arithmetic and no scalar exp/log calls."""
     x = np.ones(4, dtype)
     loop(x, np.empty_like(x))
     ir = loop.inspect_llvm()[(numba.typeof(x), numba.typeof(x))]
-    assert not re.search(r"call .*@(llvm\.)?(exp|expm1|log|log1p|tanh)(\.f64)?\(", ir)
+    assert not re.search(r"call .*@(llvm\.)?(exp|expm1|log|log1p|tanh|sin|cos)(\.f64)?\(", ir)
     assert re.search(r"<\d+ x double>", ir)
 
 
@@ -373,3 +419,70 @@ def test_exp_f32_exhaustive():
                 worst = max(worst, float((np.abs(y - ref) / np.ldexp(1.0, e)).max()))
     assert worst <= 1.0, worst
     _check_specials("exp", np.float32, [(89.0, np.inf), (-104.0, 0.0), (1e30, np.inf), (-1e30, 0.0)])
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_sin_cos_specials(dtype):
+    fi = np.finfo(dtype)
+    tiny = float(fi.smallest_subnormal)
+    _check_specials("sin", dtype, [(0.0, 0.0), (-0.0, -0.0), (np.inf, np.nan), (-np.inf, np.nan), (np.nan, np.nan),
+                                   (tiny, tiny), (-tiny, -tiny), (float(fi.smallest_normal), float(fi.smallest_normal)),
+                                   (1e-20, 1e-20), (-1e-20, -1e-20)])
+    _check_specials("cos", dtype, [(0.0, 1.0), (-0.0, 1.0), (np.inf, np.nan), (-np.inf, np.nan), (np.nan, np.nan),
+                                   (tiny, 1.0), (-tiny, 1.0), (1e-20, 1.0)])
+
+
+def test_two_over_pi_bits_and_payne_hanek_table():
+    """The hexadecimal 2/pi is floor(2/pi 2^1200) (mpmath at 1400 bits), and each table row sums to
+    2^E 2/pi mod 4 within 2^-210 (E = -24 ... 971), its four parts of at most 53 bits each."""
+    with mpmath.workprec(1400):
+        assert int(vm._TWO_OVER_PI_HEX, 16) == int(mpmath.floor(2 / mpmath.pi * mpmath.mpf(2) ** 1200))
+        table = vm._PH_TABLE.reshape(-1, 4)
+        assert table.shape == (996, 4)
+        for row, e in ((0, -24), (1, -23), (100, 76), (500, 476), (995, 971)):
+            exact = mpmath.fmod(mpmath.ldexp(2 / mpmath.pi, e), 4)
+            got = sum(mpmath.mpf(float(v)) for v in table[row])
+            assert 0 <= exact - got < mpmath.ldexp(1, -210)
+            for j, v in enumerate(table[row]):
+                assert v == 0 or mpmath.ldexp(1, -51 - 53 * j) <= v < mpmath.ldexp(1, 2 - 53 * j)
+
+
+def test_sin_cos_near_multiples_of_half_pi_against_mpmath():
+    """Tiny results straight against mpmath at 200 bits (independent of the long double reference):
+    the closest double to a multiple of pi/2 (2^-60.9 away), pi/2 multiples rounded to doubles with
+    k up to 2^20 and k 2^j, and their neighbours; within 1 ulp and the sign right."""
+    rng = np.random.default_rng(5)
+    k = np.concatenate([np.arange(1, 40), rng.integers(1, 2 ** 20, 200)]).astype(np.float64)
+    x = np.concatenate([k * (np.pi / 2), np.pi / 2 * 2.0 ** np.arange(20, 1000, 37), HARD_TRIG])
+    x = np.concatenate([x, np.nextafter(x, np.inf), np.nextafter(x, -np.inf)])
+    x = np.concatenate([x, -x])
+    for name in ("sin", "cos"):
+        y = run(name, x)
+        with mpmath.workprec(200):
+            exact = np.array([LD(str(FUNCS[name][2](mpmath.mpf(float(v))))) for v in x])
+        err = ulp_errors(y, exact, np.float64)
+        worst = int(np.argmax(err))
+        assert err[worst] <= 1.0, f"{name}({x[worst]!r}) = {y[worst]!r}, exact {exact[worst]}: {err[worst]:.3f} ulp"
+        assert (np.sign(y) == np.sign(exact.astype(np.float64))).all()
+    assert abs(run("cos", np.array([HARD_TRIG[0]]))[0]) < 2.0 ** -60  # the tiny result itself
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["sin", "cos"])
+def test_sin_cos_f32_exhaustive(name):
+    """Every float32 (2^32 inputs, a few minutes each): within 1 ulp of NumPy's float64 sin/cos (glibc,
+    < 1 ulp of float64 = 2^-29 ulp of float32 from the exact value; errors measured in float64 here,
+    the margin 2^-20 covers the reference's error), NaN exactly where the input is inf or NaN."""
+    chunk, worst, f = 1 << 24, 0.0, getattr(np, name)
+    for start in range(0, 1 << 32, chunk):
+        x = np.arange(start, start + chunk, dtype=np.uint64).astype(np.uint32).view(np.float32)
+        y = run(name, x)
+        with np.errstate(all="ignore"):
+            ref = f(x.astype(np.float64))
+        finite = np.isfinite(x)
+        assert np.isnan(y[~finite]).all() and not np.isnan(y[finite]).any()
+        y, ref = y[finite].astype(np.float64), ref[finite]
+        e = np.clip(np.frexp(ref)[1] - 1, -126, 127) - 23
+        worst = max(worst, float((np.abs(y - ref) / np.ldexp(1.0, e)).max()))
+    assert worst <= 1.0 - 2.0 ** -20, worst
+    print(f"vecmath.{name} float32: max {worst:.4f} ulp over all 2^32 inputs")

@@ -1,4 +1,4 @@
-"""Vectorisable elementary functions for Numba kernels: exp, expm1, log, log1p, tanh, sigmoid, softplus.
+"""Vectorisable elementary functions for Numba kernels: exp, expm1, log, log1p, tanh, sigmoid, softplus, sin, cos.
 
 Numba lowers ``math.exp``/``np.exp`` in a loop to one scalar libm call per element,
 which LLVM cannot vectorise (pip's llvmlite has no vector maths library).  The
@@ -37,6 +37,20 @@ exponential function in IEEE floating-point arithmetic", ACM TOMS 15(2), 1989):
   (the 2^k scaling rounds a second time there).  Composing the 1-ulp routines instead gives
   up to 4.2 (tanh), 3.72 (sigmoid) and 3.3 ulp (softplus); those cheaper forms
   (``_tanh_f64_fast`` ...) remain for float32, where their error is 2^-26 ulp.
+* ``sin_f64``, ``cos_f64`` -- |x| = (4j + q) pi/2 + r with |r| <= pi/4 as a double-double
+  (``_rem_pio2``), then +-sin r or +-cos r by fdlibm's kernels (``k_sin.c``; ``k_cos.c`` as revised
+  by Bruce D. Evans in FreeBSD msun), which take the tail of r.  The reduction is Cody-Waite
+  (Cody & Waite, *Software Manual for the Elementary Functions*, 1980; Muller ch. 11) with pi/2 in
+  three parts and FMA for |x| < 2^28, and Payne-Hanek (Payne & Hanek, SIGNUM Newsletter 18(1),
+  1983; Muller 11.4) above, with 2^E (2/pi) mod 4 for each exponent E tabulated from a 1200-bit
+  2/pi; both are computed and one selected, so there is no branch (the table row is a gather).
+  No libm call: a conditional call to libm's sin for huge |x| either stops the loop vectorising
+  or is speculated for every element (LLVM calls the scalar sin 8 times per vector).
+  The closest double to a multiple of pi/2 (6381956970095103 2^797, 2^-60.9 away; Muller table
+  11.1) bounds the cancellation the reduction must carry.  ``sin_f32``/``cos_f32`` reduce the
+  float32 argument the same way with a single-double result (a three-part table row for a
+  24-bit significand) and use FreeBSD's ``k_sinf.c``/``k_cosf.c`` polynomials in float64, then
+  round once; every float32 input is checked (tests/test_vecmath.py, slow).
 * ``exp_f32`` has its own cheaper float64 evaluation (see its doc); the other ``*_f32``
   functions evaluate the float64 ones and round once to float32:
   the float64 error (< 1 ulp of float64 = 2^-29 ulp of float32) plus that rounding
@@ -44,7 +58,8 @@ exponential function in IEEE floating-point arithmetic", ACM TOMS 15(2), 1989):
 
 Specials follow IEEE/C99: exp(NaN) = NaN, exp(+inf) = inf, exp(-inf) = +0, exp(+-0) = 1,
 overflow gives inf and underflow gives subnormals or +0; log(NaN) = NaN, log(x < 0) =
-NaN, log(+-0) = -inf, log(+inf) = inf, log(1) = +0.
+NaN, log(+-0) = -inf, log(+inf) = inf, log(1) = +0; sin(+-inf) = cos(+-inf) = NaN,
+sin(+-0) = +-0, cos(+-0) = 1.
 
 Each function exists as ``<name>_f64``, ``<name>_f32`` and ``<name>`` (dispatching on the
 argument's type inside Numba code; NumPy when called from Python).  Functions too big for
@@ -64,9 +79,11 @@ import numpy as np
 from numba import types
 from numba.extending import overload
 
-__all__ = ["exp", "expm1", "log", "log1p", "tanh", "sigmoid", "softplus",
+__all__ = ["exp", "expm1", "log", "log1p", "tanh", "sigmoid", "softplus", "sin", "cos",
            "exp_f64", "expm1_f64", "log_f64", "log1p_f64", "tanh_f64", "sigmoid_f64", "softplus_f64",
-           "exp_f32", "expm1_f32", "log_f32", "log1p_f32", "tanh_f32", "sigmoid_f32", "softplus_f32"]
+           "sin_f64", "cos_f64",
+           "exp_f32", "expm1_f32", "log_f32", "log1p_f32", "tanh_f32", "sigmoid_f32", "softplus_f32",
+           "sin_f32", "cos_f32"]
 
 
 # ---- generated modules copy the text from here to the end marker (symgrad.emit.prelude): ----
@@ -530,6 +547,293 @@ def softplus_f32(x):
     return np.float32(_softplus_f64_fast(np.float64(x)))
 
 
+# ---- sin and cos ----
+# pi/2 = _PIO2_1 + _PIO2_2 + _PIO2_3 + O(2^-163): each part the double nearest to what the
+# previous parts leave (three-part Cody-Waite constant, used with FMA below).
+_PIO2_1 = 1.5707963267948966
+_PIO2_2 = 6.123233995736766e-17
+_PIO2_3 = -1.4973849048591698e-33
+_TWO_OVER_PI = 0.6366197723675814
+_CW_MAX = 268435456.0                      # 2^28: Cody-Waite below, Payne-Hanek from here on
+# fdlibm k_sin.c / k_cos.c (Sun Microsystems 1993; k_cos.c as revised by Bruce D. Evans for
+# FreeBSD msun): Remez polynomials for sin(r) - r and cos(r) - 1 + r^2/2 on |r| <= pi/4,
+# errors below 2^-58 and 2^-58 relative.
+_S1 = -1.66666666666666324348e-01
+_S2 = 8.33333333332248946124e-03
+_S3 = -1.98412698298579493134e-04
+_S4 = 2.75573137070700676789e-06
+_S5 = -2.50507602534068634195e-08
+_S6 = 1.58969099521155010221e-10
+_C1 = 4.16666666666666019037e-02
+_C2 = -1.38888888888741095749e-03
+_C3 = 2.48015872894767294178e-05
+_C4 = -2.75573143513906633035e-07
+_C5 = 2.08757232129817482790e-09
+_C6 = -1.13596475577881948265e-11
+# floor(2/pi * 2^1200) in hexadecimal (checked against mpmath in tests/test_vecmath.py).
+_TWO_OVER_PI_HEX = (
+    "a2f9836e4e441529fc2757d1f534ddc0db6295993c439041fe5163abdebbc561b7246e3a424dd2e006492eea09d1921cf"
+    "e1deb1cb129a73ee88235f52ebb4484e99c7026b45f7e413991d639835339f49c845f8bbdf9283b1ff897ffde05980fef2"
+    "f118b5a0a6d1f6d367ecf27cb09b74f463f669e5fea2d7527bac7ebe5f17b3d0739f78a5292ea6bfb5fb11f8d5d0856033046fc7b")
+
+
+def _payne_hanek_table():
+    """For each E = -24 ... 971 (|x| = M 2^E with M a 53-bit integer, 2^28 <= |x| < 2^1024):
+    2^E * (2/pi) modulo 4, its bits from 2^1 down to 2^-210, as four doubles of 53 bits each
+    (weights 2^1..2^-51, 2^-52..2^-104, 2^-105..2^-157, 2^-158..2^-210); a flat float64 array."""
+    bits = int(_TWO_OVER_PI_HEX, 16)
+    mask = (1 << 53) - 1
+    out = []
+    for e in range(-24, 972):
+        n = (bits >> (1200 - 210 - e)) & ((1 << 212) - 1)
+        for shift, scale in ((159, -51), (106, -104), (53, -157), (0, -210)):
+            out.append(math.ldexp(float((n >> shift) & mask), scale))
+    return np.array(out)
+
+
+_PH_TABLE = _payne_hanek_table()
+
+
+@numba.extending.intrinsic
+def _rint(typingctx, x):
+    """x rounded to an integer, ties to even (LLVM ``llvm.rint.f64``: one vectorisable instruction)."""
+    if x != numba.types.float64:
+        return None
+
+    def codegen(context, builder, signature, args):
+        fn = builder.module.declare_intrinsic("llvm.rint", [args[0].type])
+        return builder.call(fn, args)
+    return numba.types.float64(numba.types.float64), codegen
+
+
+@numba.njit(cache=True, fastmath=False, error_model="numpy", nogil=True)
+def _two_sum(a, b):
+    """(s, e) with s = RN(a + b) and a + b = s + e exactly (Knuth's TwoSum, 6 operations)."""
+    s = a + b
+    bb = s - a
+    return s, (a - (s - bb)) + (b - bb)
+
+
+@numba.njit(cache=True, fastmath=False, error_model="numpy", nogil=True, inline="always")
+def _rem_pio2(a):  # too big for LLVM's inliner
+    """a = (4j + q) pi/2 + r for a float64 a >= 0 (finite): (q, r_hi, r_lo), q in 0..3 (int64),
+    r = r_hi + r_lo with |r| <= pi/4 (+ 2^-48), relative error below 2^-70.
+
+    Both reductions are computed and one is selected (no branch, so loops vectorise):
+
+    * a < 2^28, Cody-Waite (Cody & Waite 1980; Muller, Elementary Functions, 3rd ed., 11.2) with
+      FMA: k = round(a 2/pi); a - k P1 is exact (a and k P1 are multiples of 2^-53, the
+      difference is below 1); k P2 is split exactly (TwoProduct by FMA) and TwoSum-ed in; k P3
+      and the rounding of the small tail cost below k 2^-159 <= 2^-131 absolute, against
+      |r| >= 2^-61 for every double (the closest double to a multiple of pi/2 is
+      6381956970095103 2^797 at 2^-60.9; Muller, ch. 11, table 11.1).
+    * a >= 2^28, Payne-Hanek (Payne & Hanek 1983; Muller, 11.4): a = M 2^E with M an integer;
+      a 2/pi mod 4 = M G(E) mod 4 with G(E) = 2^E 2/pi mod 4 from ``_PH_TABLE`` (a gather: the
+      row is chosen by E) in four 53-bit parts g0..g3.  M g0 and M g1 are exact double-doubles
+      (FMA); their multiples of 4 and the integer q are removed exactly (these terms are
+      multiples of 2^-104, so TwoSums keep them exact), M g2 (exact double-double) and M g3 are
+      added last, so the only roundings are of terms below 2^-53 |f| + 2^-100 and the fraction
+      f = a 2/pi - 4j - q has a relative error below 2^-90 (|f| >= 2^-62); then r = f pi/2 in
+      double-double.
+    """
+    # Cody-Waite
+    t = a * _TWO_OVER_PI + _SHIFT
+    kf = t - _SHIFT
+    kq = _f64_bits(t) - _SHIFT_BITS
+    r1 = _fma(-kf, _PIO2_1, a)              # exact
+    ph = kf * _PIO2_2
+    pl = _fma(kf, _PIO2_2, -ph)
+    s, se = _two_sum(r1, -ph)
+    tail = (se - pl) - kf * _PIO2_3
+    cw_h, cw_l = _two_sum(s, tail)
+    # Payne-Hanek
+    bits = _f64_bits(a)
+    i = (bits >> 52) - 1075 + 24            # row of E = exponent - 52
+    i = 0 if i < 0 else i
+    i = 995 if i > 995 else i
+    m = float((bits & 0xfffffffffffff) | 0x10000000000000)
+    g0 = _PH_TABLE[4 * i]
+    g1 = _PH_TABLE[4 * i + 1]
+    g2 = _PH_TABLE[4 * i + 2]
+    g3 = _PH_TABLE[4 * i + 3]
+    h = m * g0
+    lo = _fma(m, g0, -h)
+    h = h - 4.0 * _rint(0.25 * h)           # exact: multiples of 4 removed
+    lo = lo - 4.0 * _rint(0.25 * lo)
+    s0 = h + lo                             # exact: multiples of 2^-51 below 4
+    u = m * g1
+    v = _fma(m, g1, -u)
+    s1, e1 = _two_sum(s0, u)                # |s1| <= 8
+    tq = s1 + _SHIFT
+    qf = tq - _SHIFT
+    pq = _f64_bits(tq) - _SHIFT_BITS
+    fh = s1 - qf                            # exact, |fh| <= 1/2
+    a1, b1 = _two_sum(fh, e1)
+    a2, b2 = _two_sum(a1, v)
+    ah, al = _two_sum(a2, b1 + b2)          # b1 + b2 exact: multiples of 2^-104 below 2^-51
+    w = m * g2
+    wl = _fma(m, g2, -w)
+    sh, sl = _two_sum(ah, w)
+    fh, fl = _two_sum(sh, ((al + sl) + wl) + m * g3)
+    ph_h = fh * _PIO2_1
+    ph_l = _fma(fh, _PIO2_1, -ph_h) + (fh * _PIO2_2 + fl * _PIO2_1)
+    big = a >= _CW_MAX
+    rh = ph_h if big else cw_h
+    rl = ph_l if big else cw_l
+    q = pq if big else kq
+    return q & 3, rh, rl
+
+
+@numba.njit(cache=True, fastmath=False, error_model="numpy", nogil=True)
+def _ksin(x, y):
+    """sin(x + y) for |x + y| <= pi/4 + 2^-48, |y| <= 2^-52 |x| (fdlibm k_sin.c with its tail y)."""
+    z = x * x
+    v = z * x
+    r = _S2 + z * (_S3 + z * (_S4 + z * (_S5 + z * _S6)))
+    return x - ((z * (0.5 * y - v * r) - y) - v * _S1)
+
+
+@numba.njit(cache=True, fastmath=False, error_model="numpy", nogil=True)
+def _kcos(x, y):
+    """cos(x + y) for |x + y| <= pi/4 + 2^-48 (FreeBSD msun k_cos.c: 1 - x^2/2 split exactly)."""
+    z = x * x
+    w = z * z
+    r = z * (_C1 + z * (_C2 + z * _C3)) + w * w * (_C4 + z * (_C5 + z * _C6))
+    hz = 0.5 * z
+    w = 1.0 - hz
+    return w + (((1.0 - w) - hz) + (z * r - x * y))
+
+
+@numba.njit(cache=True, fastmath=False, error_model="numpy", nogil=True, inline="always")
+def sin_f64(x):  # inlined in Numba IR (too big for LLVM's inliner)
+    """sin(x) for a float64 scalar, error < 1 ulp (measured max in tests/test_vecmath.py).
+
+    |x| = (4j + q) pi/2 + r (``_rem_pio2``: Cody-Waite below 2^28, Payne-Hanek above, both
+    branch-free), then sin|x| = +-sin r or +-cos r by q (fdlibm's kernels), sign of x restored.
+    Args: x: float64 scalar.  Returns: float64.  Raises nothing: NaN, +-inf -> NaN; +-0 -> +-0;
+    subnormal x -> x.
+    """
+    a = abs(x)
+    q, rh, rl = _rem_pio2(a)
+    s = _ksin(rh, rl)
+    c = _kcos(rh, rl)
+    y = c if (q & 1) != 0 else s
+    y = -y if ((q & 2) != 0) != (_f64_bits(x) < 0) else y
+    return y if a < math.inf else x - x
+
+
+@numba.njit(cache=True, fastmath=False, error_model="numpy", nogil=True, inline="always")
+def cos_f64(x):  # inlined in Numba IR (too big for LLVM's inliner)
+    """cos(x) for a float64 scalar, error < 1 ulp: as ``sin_f64``, cos|x| = +-cos r or -+sin r by q.
+
+    Args: x: float64 scalar.  Returns: float64.  Raises nothing: NaN, +-inf -> NaN; +-0 -> 1.
+    """
+    a = abs(x)
+    q, rh, rl = _rem_pio2(a)
+    s = _ksin(rh, rl)
+    c = _kcos(rh, rl)
+    y = s if (q & 1) != 0 else c
+    y = -y if ((q + 1) & 2) != 0 else y
+    return y if a < math.inf else x - x
+
+
+# FreeBSD msun k_sinf.c / k_cosf.c (Bruce D. Evans, 1994; float kernels evaluated in double):
+# |sin(r)/r - s(r)| < 2^-37.5 and |cos(r) - c(r)| < 2^-34.1 on |r| <= pi/4.
+_SF1 = -0.16666666641626524
+_SF2 = 0.008333329385889463
+_SF3 = -0.00019839334836096632
+_SF4 = 2.718311493989822e-06
+_CF0 = -0.499999997251031
+_CF1 = 0.04166662332373906
+_CF2 = -0.001388676377460993
+_CF3 = 2.439044879627741e-05
+
+
+def _payne_hanek_table_f32():
+    """For each E = 5 ... 104 (a float32 |x| = M 2^E with M a 24-bit integer, 2^28 <= |x| < 2^128):
+    2^E (2/pi) mod 4 from 2^1 down to 2^-133 in three doubles of 29, 53 and 53 bits (weights
+    2^1..2^-27, 2^-28..2^-80, 2^-81..2^-133), so that M g0 is exact; a flat float64 array."""
+    bits = int(_TWO_OVER_PI_HEX, 16)
+    mask = (1 << 53) - 1
+    out = []
+    for e in range(5, 105):
+        n = (bits >> (1200 - 133 - e)) & ((1 << 135) - 1)
+        out += [math.ldexp(float(n >> 106), -27), math.ldexp(float((n >> 53) & mask), -80),
+                math.ldexp(float(n & mask), -133)]
+    return np.array(out)
+
+
+_PH_TABLE_F32 = _payne_hanek_table_f32()
+
+
+@numba.njit(cache=True, fastmath=False, error_model="numpy", nogil=True)
+def _rem_pio2_f32(a):
+    """a = (4j + q) pi/2 + r for a float32 value a >= 0 held in a float64 (finite): (q, r), q in 0..3,
+    |r| <= pi/4 (+ 2^-50), r with relative error below 2^-50 (float32 results need about 2^-30).
+
+    Below 2^28, ``_rem_pio2``'s Cody-Waite steps with a single-double result; above, Payne-Hanek
+    as there with a 24-bit M and a three-part table row: M g0 is exact and its multiples of 4 are
+    removed exactly, M g1 is an exact double-double, M g2 is rounded (absolute error < 2^-104).
+    """
+    t = a * _TWO_OVER_PI + _SHIFT
+    kf = t - _SHIFT
+    kq = _f64_bits(t) - _SHIFT_BITS
+    r1 = _fma(-kf, _PIO2_1, a)              # exact
+    ph = kf * _PIO2_2
+    pl = _fma(kf, _PIO2_2, -ph)
+    cw = (r1 - ph) - (pl + kf * _PIO2_3)
+    bits = _f64_bits(a)
+    i = (bits >> 52) - 1023 - 23 - 5        # row of E = exponent - 23
+    i = 0 if i < 0 else i
+    i = 99 if i > 99 else i
+    m = float(((bits >> 29) & 0x7fffff) | 0x800000)
+    g0 = _PH_TABLE_F32[3 * i]
+    g1 = _PH_TABLE_F32[3 * i + 1]
+    g2 = _PH_TABLE_F32[3 * i + 2]
+    h = m * g0                              # exact: 24 + 29 bits
+    s0 = h - 4.0 * _rint(0.25 * h)          # exact, |s0| <= 2
+    u = m * g1
+    v = _fma(m, g1, -u)
+    s1, e1 = _two_sum(s0, u)
+    tq = s1 + _SHIFT
+    pq = _f64_bits(tq) - _SHIFT_BITS
+    f = (s1 - (tq - _SHIFT)) + ((e1 + v) + m * g2)
+    big = a >= _CW_MAX
+    r = f * _PIO2_1 if big else cw
+    q = pq if big else kq
+    return q & 3, r
+
+
+@numba.njit(cache=True, fastmath=False, error_model="numpy", nogil=True, inline="always")
+def _sin_cos_f32(x, want_cos):
+    """sin(x) or cos(x) of a float32 x in float64 (k_sinf.c / k_cosf.c kernels), rounded once to
+    float32: reduction and kernel errors stay below 2^-33 relative, so the result is within
+    0.5 + 2^-9 ulp of float32 (every float32 input checked, tests/test_vecmath.py, slow)."""
+    xd = np.float64(x)
+    a = abs(xd)
+    q, r = _rem_pio2_f32(a)
+    z = r * r
+    w = z * z
+    sn = (r + z * r * (_SF1 + z * _SF2)) + z * r * w * (_SF3 + z * _SF4)
+    cs = ((1.0 + z * _CF0) + w * _CF1) + (w * z) * (_CF2 + z * _CF3)
+    qq = q + 1 if want_cos else q
+    y = cs if (qq & 1) != 0 else sn
+    neg = ((qq & 2) != 0) != ((_f64_bits(xd) < 0) & (not want_cos))
+    y = -y if neg else y
+    return np.float32(y if a < math.inf else xd - xd)
+
+
+@numba.njit(cache=True, fastmath=False, error_model="numpy", nogil=True, inline="always")
+def sin_f32(x):
+    """sin(x) for a float32 scalar, error < 1 ulp of float32 (``_sin_cos_f32``).  NaN, +-inf -> NaN; +-0 -> +-0."""
+    return _sin_cos_f32(x, False)
+
+
+@numba.njit(cache=True, fastmath=False, error_model="numpy", nogil=True, inline="always")
+def cos_f32(x):
+    """cos(x) for a float32 scalar, error < 1 ulp of float32 (``_sin_cos_f32``).  NaN, +-inf -> NaN; +-0 -> 1."""
+    return _sin_cos_f32(x, True)
+
 # ---- end of the text generated modules copy ----
 
 
@@ -569,3 +873,5 @@ log1p = _dispatcher("log1p", log1p_f64, log1p_f32, np.log1p, "log(1 + x)")
 tanh = _dispatcher("tanh", tanh_f64, tanh_f32, np.tanh, "hyperbolic tangent")
 sigmoid = _dispatcher("sigmoid", sigmoid_f64, sigmoid_f32, _np_sigmoid, "1/(1 + e**-x)")
 softplus = _dispatcher("softplus", softplus_f64, softplus_f32, _np_softplus, "log(1 + e**x)")
+sin = _dispatcher("sin", sin_f64, sin_f32, np.sin, "sine")
+cos = _dispatcher("cos", cos_f64, cos_f32, np.cos, "cosine")

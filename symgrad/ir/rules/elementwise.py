@@ -275,8 +275,10 @@ def _simp_sqrt(g, args, params, shape):
 
 _ew("sqrt", 1, np.sqrt, sp.sqrt, lambda out, x: (0.5 / out,), mpmath=mpmath.sqrt, domain=(_POS,),
     simplify=_simp_sqrt, kink="sqrt(x*x) is |x| (derivative 0 at 0, as abs)", ref="power rule")
-_ew("sin", 1, np.sin, sp.sin, lambda out, x: (x.cos(),), mpmath=mpmath.sin, ref="DLMF 4.20.1")
-_ew("cos", 1, np.cos, sp.cos, lambda out, x: (-x.sin(),), mpmath=mpmath.cos, ref="DLMF 4.20.2")
+_ew("sin", 1, np.sin, sp.sin, lambda out, x: (x.cos(),), mpmath=mpmath.sin, ref="DLMF 4.20.1",
+    emit=_vecmath_or("sin", "np.sin"), helpers=_vm_helpers("sin"))
+_ew("cos", 1, np.cos, sp.cos, lambda out, x: (-x.sin(),), mpmath=mpmath.cos, ref="DLMF 4.20.2",
+    emit=_vecmath_or("cos", "np.cos"), helpers=_vm_helpers("cos"))
 _ew("tan", 1, np.tan, sp.tan, lambda out, x: (1.0 + out * out,), mpmath=mpmath.tan, domain=(_UNIT,),
     ref="DLMF 4.20.3")
 _ew("arcsin", 1, np.arcsin, sp.asin, lambda out, x: (1.0 / (1.0 - x * x).sqrt(),), mpmath=mpmath.asin,
