@@ -118,7 +118,7 @@ def main():
     parser.add_argument("--t-end", type=float, default=0.1, help="end time in seconds (default 0.1)")
     parser.add_argument("--out", default=str(HERE / "results" / "sparse.md"))
     a = parser.parse_args()
-    load = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
+    load = subprocess.run(["uptime"], capture_output=True, text=True, check=False).stdout.strip()
     rows, notes = run(a.t_end)
     import cantera
     import numba
@@ -145,7 +145,7 @@ def main():
     out = Path(a.out)
     old = out.read_text() if out.exists() else ""
     if BEGIN in old:
-        new = re.sub(re.escape(BEGIN) + ".*?" + re.escape(END), lambda m: text, old, flags=re.S)
+        new = re.sub(re.escape(BEGIN) + ".*?" + re.escape(END), lambda m: text, old, flags=re.DOTALL)
     else:
         new = old.rstrip("\n") + "\n\n" + text + "\n"
     out.write_text(new)

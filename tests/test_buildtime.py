@@ -130,7 +130,7 @@ def test_scalar_loop_gradient_is_one_array_not_a_sum_of_scatters():
     core = src[src.index("def mlp_loss_grad_f64("):src.index("def mlp_loss_grad_f64_batch")]
     # each p[k] is written once: an assignment per element (v + 0.0: the same IEEE sum as 0 + v), no zeros
     assert core.count("np.zeros") == 0 and core.count("+= ") == 0 and "= 0.0" not in core
-    assert len(re.findall(r"^    p_bar\[\d+\] = \w+ \+ 0\.0$", core, flags=re.M)) == n
+    assert len(re.findall(r"^    p_bar\[\d+\] = \w+ \+ 0\.0$", core, flags=re.MULTILINE)) == n
 
 
 def test_scatter_assignments_keep_the_sum_of_zeros_bits_and_zero_the_rest():
