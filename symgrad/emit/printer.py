@@ -233,7 +233,10 @@ class _Body:
         -0.0 still becomes +0.0); the zeros are skipped when the points cover the array.
         Numba types and lowers an assignment faster than ``+=`` (a load, an in-place add whose
         typing tries and formats failing templates, and a store): the GRI-Mech 3.0 direct
-        Jacobian kernel (2453 entries) compiles in 16% less CPU time (benchmarks/results/sparse.md).
+        Jacobian kernel (2453 entries) compiled as a Numba module in 16% less CPU time
+        (benchmarks/results/sparse.md; direct kernels now run native code from their tape
+        where they lower to one, so this matters for the Numba modules: gradients of
+        loop-written functions, and kernels the tape does not lower).
         """
         node = self.g[nid]
         scatters = self.scatter_sums[nid]
