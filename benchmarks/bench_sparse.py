@@ -14,7 +14,9 @@ the 2-D Brusselator with BDF (N = 32 and 128); the chained Rosenbrock function w
 at n = 10^5, with the star and the acyclic colouring.  ``--grimech`` adds GRI-Mech 3.0
 (``examples/grimech.py``, needs Cantera): pattern and density, the direct sparse Jacobian against
 the colouring path and dense symgrad, and BDF at constant volume with each Jacobian (several
-minutes: the colouring and dense kernels take about 3 minutes each to compile).
+minutes: the colouring and dense kernels take about 3 minutes each to compile).  BDF at constant
+pressure, with finite differences over the pattern as well, is ``bench_grimech_bdf.py``; this
+script keeps that script's section of the results file.
 
 Run: ``python benchmarks/bench_sparse.py`` (writes benchmarks/results/sparse.md; about 30 minutes
 on a loaded 2-core machine, most of it the N = 128 Brusselator's BDF runs).  ``--quick`` runs the
@@ -333,6 +335,10 @@ def main():
         table(["problem", "method", "build", "evaluation", "nonzeros", "colours", "notes"], rows), "",
         *notes])
     Path(a.out).parent.mkdir(exist_ok=True)
+    old = Path(a.out).read_text() if Path(a.out).exists() else ""
+    from bench_grimech_bdf import BEGIN, END  # keep that script's section (GRI-Mech BDF at constant pressure)
+    if BEGIN in old and END in old:
+        text += "\n\n" + old[old.index(BEGIN):old.index(END) + len(END)]
     Path(a.out).write_text(text + "\n")
     print(text)
 

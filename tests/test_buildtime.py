@@ -7,6 +7,7 @@ independent references (a hand-written gradient, float64 and mpmath).
 """
 from __future__ import annotations
 
+import re
 
 import numpy as np
 import pytest
@@ -127,4 +128,22 @@ def test_scalar_loop_gradient_is_one_array_not_a_sum_of_scatters():
     np.testing.assert_allclose(g(p), grad_ref(p), rtol=1e-12, atol=1e-14)
     src = g.source(p)
     core = src[src.index("def mlp_loss_grad_f64("):src.index("def mlp_loss_grad_f64_batch")]
-    assert core.count("np.zeros") == 0 and core.count("+= ") == n
+    # each p[k] is written once: an assignment per element (v + 0.0: the same IEEE sum as 0 + v), no zeros
+    assert core.count("np.zeros") == 0 and core.count("+= ") == 0 and "= 0.0" not in core
+    assert len(re.findall(r"^    p_bar\[\d+\] = \w+ \+ 0\.0$", core, flags=re.MULTILINE)) == n
+
+
+def test_scatter_assignments_keep_the_sum_of_zeros_bits_and_zero_the_rest():
+    """``out[k] = v + 0.0`` is the IEEE sum ``0 + v`` the ``+=`` form computed: -0.0 becomes +0.0;
+    elements no scatter writes keep their zeros."""
+    def loss(x):  # gradient (x[1], x[0], 0, 2 x[3]): x[2] is never read
+        return x[0] * x[1] + x[3] ** 2
+
+    g = sg.grad(loss, signature="(n)->()", stabilize=False)
+    x = np.array([1.5, -0.0, 7.0, -0.0])
+    got = g(x)
+    want = np.zeros(4) + np.array([-0.0, 1.5, 0.0, -0.0])  # 0 + v, elementwise
+    assert got.tobytes() == want.tobytes() and not np.signbit(got).any()
+    core = g.source(x)
+    core = core[core.index("def loss_grad_f64("):core.index("def loss_grad_f64_batch")]
+    assert "+= " not in core and core.count(" + 0.0\n") == 3 and "x_bar[_i0] = 0.0" in core
