@@ -355,7 +355,9 @@ def print_body(g: Graph, args: list[KernelIO], outputs: list[KernelIO], dtype: s
 
 
 def scatter_sums(g: Graph, order: list[int], uses: dict[int, int]) -> tuple[dict[int, list[int]], set[int]]:
-    """Left-nested sums of two or more single-use scatters, ``((s1 + s2) + s3) + ...``.
+    """Left-nested sums of two or more single-use scatters, ``((s1 + s2) + s3) + ...`` (either
+    operand of each add may be the scatter: the stabiliser rebuilds chains with new node ids, and
+    the graph orders a commutative op's operands by id).
 
     Returns ``({root add: [s1, s2, ...]}, ids printed inside their root)``.  Only chains
     whose every term is a scatter without batch broadcasting qualify (same shape as the
@@ -374,6 +376,8 @@ def scatter_sums(g: Graph, order: list[int], uses: dict[int, int]) -> tuple[dict
         terms, cur, inner = [], nid, []
         while True:
             left, right = g[cur].args
+            if not is_scatter(right, node.shape) and is_scatter(left, node.shape):
+                left, right = right, left  # add is commutative: a rebuilt chain may hold its scatter first
             if not is_scatter(right, node.shape):
                 break
             terms.append(right)
