@@ -322,7 +322,7 @@ def report(results, sizes, peers, cmd) -> str:
     lines += tab("Evaluation per gradient call (median of repeats, one float64 vector; symgrad: compiled tier)",
                  "eval_s")
     lines += tab("symgrad interpreter tier: evaluation per gradient call while the compiled tier is built "
-                 "(the compile runs in a child process on the other core)", "interp_eval_s")
+                 "(LLVM compiles the native code in a thread meanwhile)", "interp_eval_s")
     notes = [f"- ({r['H']}, {r['D']}): {r['stab_note']}" for r in results
              if r.get("peer") == "symgrad" and r.get("stab_note")]
     if notes:
