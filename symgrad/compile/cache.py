@@ -50,7 +50,6 @@ from pathlib import Path
 from .._version import __version__
 from ..emit.prelude import vecmath_enabled
 from ..errors import CacheWarning
-from ..ir.ddprogram import dd_regions_enabled
 
 _MODULES: dict[str, object] = {}
 _LOCK = threading.RLock()
@@ -144,6 +143,8 @@ def cache_key(*parts: object) -> str:
     import numba
     import numpy
     import sympy
+
+    from ..ir.ddprogram import dd_regions_enabled  # here: a Dask worker loading a module never imports symgrad.ir
 
     h = hashlib.sha256()
     switches = ("vecmath", vecmath_enabled(), "dd_regions", dd_regions_enabled())

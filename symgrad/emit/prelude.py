@@ -21,7 +21,6 @@ import os
 import re
 from pathlib import Path
 
-from . import ddregion
 
 HELPERS = {
     "_sigmoid": '''
@@ -222,6 +221,8 @@ def _helper_source(name: str) -> str:
     if name in _dd_pieces():
         return _dd_pieces()[name][0]
     if name.startswith("_dd_region_"):
+        from . import ddregion  # here: loading a generated module (a Dask worker) never imports SymPy
+
         return ddregion.helper_source(name)
     if name.startswith("_vm_") and name.endswith("_call") and name[:-5] in _vm_pieces():
         return _VM_CALL.format(name=name, inner=name[:-5])
@@ -263,6 +264,8 @@ def _all_helper_names() -> list[str]:
 def helpers_used(body_text: str) -> list[str]:
     """Names of the helpers that ``body_text`` calls, with the helpers those call, in a fixed
     order (the SciPy setup first when a ``_sc_`` helper is used)."""
+    from . import ddregion  # here: loading a generated module (a Dask worker) never imports SymPy
+
     used: list[str] = []
     texts = [body_text]
     while texts:
