@@ -66,11 +66,12 @@ def jit(fun, signature: str | None = None, *, stabilize: bool = True, parallel: 
       stabilize: rewrite expressions into numerically stable forms (True, False, or a budget
         in CPU seconds for the whole program; default 1 s or ``$SYMGRAD_STABILIZE_BUDGET``).
       parallel: loop over large batches on all cores (``numba.prange``).
-      tiered: answer first calls from the interpreter tier while Numba compiles the kernel in
-        the background (same values, bit for bit; :mod:`symgrad.emit.tape`).  None (default):
+      tiered: answer first calls from the interpreter tier while LLVM compiles the kernel's
+        instruction tape to native code in a background thread (same values, bit for bit;
+        :mod:`symgrad.emit.tape`, :mod:`symgrad.compile.native`).  None (default):
         ``$SYMGRAD_TIERED`` (``1`` always, ``0`` never), else for programs of at least 1000
-        operations.  False: the first call waits for the compiled kernel.  ``f.wait_compiled()``
-        blocks until the compiled tier serves calls.
+        operations.  False: the first call waits for the generated Numba module.
+        ``f.wait_compiled()`` blocks until a compiled tier serves calls.
     Returns:
       A callable with ``fun``'s arguments; outputs have ``batch + core`` shapes.
     Raises:
