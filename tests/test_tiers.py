@@ -239,7 +239,7 @@ def test_a_failed_native_compile_falls_back_on_the_module():
     loss, grad_ref, n = make_mlp(2, 3, seed=8)
     p = np.linspace(-1, 1, n)
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(native, "native_spec", lambda *a: (_ for _ in ()).throw(RuntimeError("simulated LLVM crash")))
+        mp.setattr(native, "native_spec", lambda *a, **k: (_ for _ in ()).throw(RuntimeError("simulated LLVM crash")))
         g = sg.grad(loss, signature="(n)->()", tiered=True)
         first = g(p)
         entry = next(iter(g.compiled._entries.values()))
@@ -252,7 +252,7 @@ def test_a_failed_native_compile_falls_back_on_the_module():
 def test_a_failed_background_compile_warns_and_keeps_answering(monkeypatch):
     from symgrad.compile import background, native
 
-    def broken(*args):
+    def broken(*args, **kwargs):
         raise RuntimeError("simulated compiler crash")
 
     monkeypatch.setattr(background, "_compile_in_child", broken)

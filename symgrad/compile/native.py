@@ -21,6 +21,7 @@ import ctypes
 import functools
 import math
 import threading
+import time
 
 import numpy as np
 
@@ -133,10 +134,11 @@ class NativeKernel:
     """A tape compiled to machine code in one dtype: ``kernel(*inputs, *outputs)``, each
     ``(n, *core)``, like the ``<name>_<dtype>_batch`` functions of a generated module."""
 
-    def __init__(self, tape: Tape, name: str, dtype: str, key: str):
+    def __init__(self, tape: Tape, name: str, dtype: str, key: str, background: bool = False):
         self.tape, self.dtype = tape, dtype
         self.compute = "float64" if (dtype == "float32" and tape.widen_float32) else dtype
-        ir, called = native_ir(tape, name, self.compute)
+        # in a background thread, printing (Python) hands the GIL to waiting calls every few instructions
+        ir, called = native_ir(tape, name, self.compute, pause=_yield_gil if background else None)
         for op in called:
             _opcode_address(op, self.compute)
         data = _object_code(ir, cache_key("native", key, self.compute, ir))
@@ -176,15 +178,20 @@ class NativeKernel:
                 start += size
 
 
-def native_kernel(tape: Tape, name: str, dtype: str, key: str) -> NativeKernel:
-    """``tape`` compiled for ``dtype`` (object code cached on disk under ``key``)."""
-    return NativeKernel(tape, name, dtype, key)
+def _yield_gil() -> None:
+    time.sleep(0)
 
 
-def native_spec(name: str, tape: Tape, key: str) -> GufuncSpec:
+def native_kernel(tape: Tape, name: str, dtype: str, key: str, background: bool = False) -> NativeKernel:
+    """``tape`` compiled for ``dtype`` (object code cached on disk under ``key``); ``background``:
+    called from a background thread (it then yields the GIL while printing the IR)."""
+    return NativeKernel(tape, name, dtype, key, background)
+
+
+def native_spec(name: str, tape: Tape, key: str, background: bool = False) -> GufuncSpec:
     """A gufunc spec whose kernels run ``tape`` as native code; float64 is compiled now, float32
     (or its float64 route) on its first call."""
-    kernels = {"float64": native_kernel(tape, name, "float64", key)}
+    kernels = {"float64": native_kernel(tape, name, "float64", key, background)}
     if tape.widen_float32:
         kernels["float32"] = _Widened(kernels["float64"])
     else:
@@ -249,7 +256,7 @@ class NativeJob:
 
     def _run(self) -> None:
         try:
-            self.spec = native_spec(self.name, self.tape, self.key)
+            self.spec = native_spec(self.name, self.tape, self.key, background=True)
         except BaseException as exc:  # reported by whoever reads .error
             self.error = f"{type(exc).__name__}: {exc}"
         finally:

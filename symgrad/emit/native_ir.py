@@ -37,6 +37,7 @@ from .tape import OPCODES, Tape
 __all__ = ["native_ir", "opcode_symbol", "opcode_arity", "CHUNK"]
 
 CHUNK = 500  # instructions per function: LLVM's time per function grows faster than linearly
+PAUSE_EVERY = 32  # instructions printed between two pause() calls (about 0.3 ms)
 
 _LLVM_TYPE = {"float64": "double", "float32": "float"}
 _BINARY = {"add": "fadd", "sub": "fsub", "mul": "fmul", "div": "fdiv"}
@@ -85,12 +86,14 @@ class _Part:
         return self.value[r]
 
 
-def native_ir(tape: Tape, name: str, dtype: str, chunk: int = CHUNK) -> tuple[str, list[str]]:
+def native_ir(tape: Tape, name: str, dtype: str, chunk: int = CHUNK, pause=None) -> tuple[str, list[str]]:
     """LLVM IR (text) of ``tape`` computing in ``dtype``, and the opcodes whose functions it
     calls (symbols :func:`opcode_symbol`).
 
     The module defines ``void <name>_run(T* x, T* y, i64 n, T* regs)`` (``T`` the LLVM type of
-    ``dtype``; layout in the module docstring).  ``name`` must be an identifier.
+    ``dtype``; layout in the module docstring).  ``name`` must be an identifier.  ``pause``, if
+    given, is called every :data:`PAUSE_EVERY` instructions (a background thread passes
+    ``time.sleep(0)`` there, handing the GIL to calls waiting for it).
     """
     if not name.isidentifier():
         raise ValueError(f"native_ir: {name!r} is not an identifier")
@@ -118,6 +121,8 @@ def native_ir(tape: Tape, name: str, dtype: str, chunk: int = CHUNK) -> tuple[st
     for p in range(n_parts):
         part = _Part(T, consts, input_of, dtype)
         for k in range(p * chunk, min(n, (p + 1) * chunk)):
+            if pause is not None and k % PAUSE_EVERY == 0:
+                pause()
             op, o, a, b, c = (int(v) for v in code[k])
             opname = OPCODES[op]
             args = [part.operand(r) for r in (a, b, c)[:arity[op]]]
