@@ -31,6 +31,8 @@ from __future__ import annotations
 import mpmath
 import numpy as np
 
+from ..ir.ddmath import dd_fast_two_sum, dd_two_sum
+
 __all__ = ["two_sum", "fast_two_sum", "two_prod", "add", "mul", "div", "sqrt", "expm1_small",
            "sincos_reduced", "split_const", "LN2_PARTS", "PIO2_PARTS", "U_ADD", "U_MUL", "U_DIV",
            "U_SQRT", "U_KERNEL"]
@@ -46,17 +48,10 @@ U_KERNEL = 2.0 ** -93  # expm1_small, sincos_reduced (measured below 2^-100)
 _SPLITTER = 134217729.0  # 2^27 + 1 (Veltkamp)
 
 
-def two_sum(a, b):
-    """``(s, e)`` with ``s = fl(a + b)`` and ``s + e = a + b`` exactly (Knuth)."""
-    s = a + b
-    bb = s - a
-    return s, (a - (s - bb)) + (b - bb)
-
-
-def fast_two_sum(a, b):
-    """``(s, e)`` with ``s + e = a + b`` exactly, for ``|a| >= |b|`` (Dekker)."""
-    s = a + b
-    return s, b - (s - a)
+# The error-free sums are branch-free arithmetic, so the kernels' scalar versions work on whole
+# arrays as they are (one definition: symgrad.ir.ddmath).
+two_sum = dd_two_sum
+fast_two_sum = dd_fast_two_sum
 
 
 def _split(a):
