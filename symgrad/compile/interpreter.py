@@ -55,30 +55,18 @@ class _TapeBatch:
         tape = self.tape
         ins, outs = arrays[:self.n_in], arrays[self.n_in:]
         n = outs[0].shape[0]
-        X = input_rows(ins, n, self.compute)
+        if ins:
+            X = np.concatenate([np.asarray(a, dtype=self.compute).reshape(n, -1) for a in ins], axis=1)
+        else:
+            X = np.zeros((n, 0), dtype=self.compute)
         Y = np.empty((n, tape.out_slots.size), dtype=self.compute)
         mod = interpreter_module()
         run = mod.run_f64 if self.compute == "float64" else mod.run_f32
-        run(tape.code, self.init, tape.n_regs, tape.in_slots, X, tape.out_slots, Y)
-        output_rows(Y, outs, self.out_sizes)
-
-
-def input_rows(ins, n: int, dtype: str) -> np.ndarray:
-    """The batch's inputs as one C-contiguous ``(n, total input size)`` array of ``dtype`` (a
-    single such argument is used as it is)."""
-    if len(ins) == 1 and ins[0].dtype == dtype and ins[0].flags.c_contiguous:
-        return ins[0].reshape(n, -1)
-    if not ins:
-        return np.zeros((n, 0), dtype=dtype)
-    return np.ascontiguousarray(np.concatenate([np.asarray(a, dtype=dtype).reshape(n, -1) for a in ins], axis=1))
-
-
-def output_rows(Y: np.ndarray, outs, sizes) -> None:
-    """Copy the columns of ``Y`` (``n`` rows) into the outputs, ``sizes[k]`` columns each."""
-    start = 0
-    for o, size in zip(outs, sizes):
-        o.reshape(Y.shape[0], size)[...] = Y[:, start:start + size]
-        start += size
+        run(tape.code, self.init, tape.n_regs, tape.in_slots, np.ascontiguousarray(X), tape.out_slots, Y)
+        start = 0
+        for o, size in zip(outs, self.out_sizes):
+            o.reshape(n, size)[...] = Y[:, start:start + size]
+            start += size
 
 
 def tape_spec(name: str, tape: Tape) -> GufuncSpec:

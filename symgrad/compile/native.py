@@ -32,7 +32,6 @@ from ..emit.prelude import helper_source, helpers_used
 from ..emit.tape import Tape
 from ..runtime.gufunc import GufuncSpec
 from .cache import cache_key, load_module, usable_cache_dir
-from .interpreter import input_rows, output_rows
 
 __all__ = ["NativeJob", "native_kernel", "native_spec", "save_tape", "cached_tape"]
 
@@ -161,13 +160,22 @@ class NativeKernel:
     def __call__(self, *arrays):
         ins, outs = arrays[:self.n_in], arrays[self.n_in:]
         n = outs[0].shape[0]
-        X = input_rows(ins, n, self.compute)
+        if len(ins) == 1 and ins[0].dtype == self.compute and ins[0].flags.c_contiguous:
+            X = ins[0]  # the common case: one argument array, read in place
+        elif ins:
+            X = np.ascontiguousarray(np.concatenate(
+                [np.asarray(a, dtype=self.compute).reshape(n, -1) for a in ins], axis=1))
+        else:
+            X = np.zeros((n, 0), dtype=self.compute)
         direct = len(outs) == 1 and outs[0].dtype == self.compute and outs[0].flags.c_contiguous
         Y = outs[0] if direct else np.empty((n, self.tape.out_slots.size), dtype=self.compute)
         regs = np.empty(self.n_regs, dtype=self.compute)
         self._run(X.ctypes.data, Y.ctypes.data, n, regs.ctypes.data)
         if not direct:
-            output_rows(Y, outs, self.out_sizes)
+            start = 0
+            for o, size in zip(outs, self.out_sizes):
+                o.reshape(n, size)[...] = Y[:, start:start + size]
+                start += size
 
 
 def _yield_gil() -> None:
