@@ -20,6 +20,7 @@ from __future__ import annotations
 import ctypes
 import functools
 import math
+import sys
 import threading
 import time
 
@@ -35,7 +36,14 @@ from .cache import cache_key, load_module, usable_cache_dir
 
 __all__ = ["NativeJob", "native_kernel", "native_spec", "save_tape", "cached_tape"]
 
-_LLVM_LOCK = threading.Lock()  # LLVM's global state (targets, the symbol table) changes under it
+# Our LLVM work (parsing, code generation, linking) runs under this lock; it never touches
+# LLVM's global context, which Numba uses from other threads without this lock.
+_LLVM_LOCK = threading.Lock()
+# The large code model: every call to an opcode function or libm goes through a 64-bit absolute
+# address.  With the default (small) model, calls are 32-bit PC-relative, and the JIT linker
+# aborts the process (RuntimeDyldELF: isInt<32>(RealOffset)) once the object's memory lands more
+# than 2 GB from the function it calls, which happens in long sessions (Numba does the same).
+_CODE_MODEL = "large"
 _NUMBA_SIG = {"float64": "float64(float64, float64, float64)", "float32": "float32(float32, float32, float32)"}
 
 
@@ -84,9 +92,13 @@ def _object_code(ir: str, key: str) -> bytes:
     with _LLVM_LOCK:
         context = llvm.create_context()
         module = llvm.parse_assembly(ir, context=context)
-        module.verify()
-        machine = llvm.Target.from_default_triple().create_target_machine(opt=0, codemodel="default")
-        data = machine.emit_object(module)
+        try:
+            module.verify()
+            machine = llvm.Target.from_default_triple().create_target_machine(opt=0, codemodel=_CODE_MODEL)
+            data = machine.emit_object(module)
+        finally:  # the module lives in the context: free it first
+            module.close()
+            context.close()
     if path is not None:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(f".{threading.get_ident()}.tmp")
@@ -141,11 +153,12 @@ class NativeKernel:
         ir, called = native_ir(tape, name, self.compute, pause=_yield_gil if background else None)
         for op in called:
             _opcode_address(op, self.compute)
-        data = _object_code(ir, cache_key("native", key, self.compute, ir))
+        data = _object_code(ir, cache_key("native", key, self.compute, _CODE_MODEL, ir))
         llvm = _llvm()
         with _LLVM_LOCK:
-            machine = llvm.Target.from_default_triple().create_target_machine(opt=0)
-            self._engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), machine)
+            machine = llvm.Target.from_default_triple().create_target_machine(opt=0, codemodel=_CODE_MODEL)
+            self._context = llvm.create_context()  # the engine's (empty) module: not in the global context
+            self._engine = llvm.create_mcjit_compiler(llvm.parse_assembly("", context=self._context), machine)
             self._engine.add_object_file(llvm.ObjectFileRef.from_data(data))
             self._engine.finalize_object()
             address = self._engine.get_function_address(f"{name}_run")
@@ -156,6 +169,17 @@ class NativeKernel:
         self.n_in = len(tape.in_shapes)
         self.out_sizes = [math.prod(s) for s in tape.out_shapes]
         self.n_regs = max(tape.n_regs, 1)
+
+    def __del__(self):
+        # the engine owns its module, which lives in the context: close them in that order.  Not
+        # at interpreter exit: a daemon thread may have stopped holding llvmlite's lock.
+        if sys.is_finalizing():
+            return
+        engine, context = getattr(self, "_engine", None), getattr(self, "_context", None)
+        if engine is not None:
+            engine.close()
+        if context is not None:
+            context.close()
 
     def __call__(self, *arrays):
         ins, outs = arrays[:self.n_in], arrays[self.n_in:]
