@@ -30,7 +30,7 @@ from ..runtime.gufunc import PLAIN_TYPES
 from ..trace.tracer import Tracer
 from .argnums import leaf_ranges, normalize_argnums
 from .transformations import Assembly, transformation
-from .pipeline import build
+from .pipeline import build, building
 from .tiers import TIER_MIN_OPS, Tiered, tiered_default
 
 # Tracing, differentiating and loading run under one re-entrant lock: nested transformations build
@@ -215,7 +215,7 @@ class Compiled:
         key = (in_tree, tuple(map(tuple, cores)))
         entry = self._entries.get(key)
         if entry is None:
-            with _BUILD_LOCK:  # threads racing on a first call: one builds, the others wait and reuse it
+            with _BUILD_LOCK, building():  # threads racing on a first call: one builds, the others reuse it
                 if self.signature is None and in_tree not in self._elementwise:
                     program = trace_default(self.fn, args, [np.shape(l) for l in leaves])
                     self._elementwise[in_tree] = program.elementwise

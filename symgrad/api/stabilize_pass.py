@@ -307,9 +307,11 @@ def stabilize_kernel(g: Graph, kernel: KernelDef, budget_s: float | None = None)
         summary += f"; budget spent, {len(order) - stopped} region(s) not searched"
     header.insert(0, summary)
     if mapping or notes or direct:
-        memo = rebuild(g, [o.node for o in kernel.outputs] + list(notes) + list(direct.values()), mapping)
+        # nothing replaced (only notes): every node keeps its id, no need to walk the graph
+        memo = (rebuild(g, [o.node for o in kernel.outputs] + list(notes) + list(direct.values()), mapping)
+                if mapping or direct else {})
         for out in kernel.outputs:
-            out.node = memo[direct.get(out.node, out.node)]
+            out.node = memo.get(direct.get(out.node, out.node), out.node)
         for nid, lines in notes.items():
             new = memo.get(nid, nid)
             lines = [node_refs(line, memo) for line in lines]

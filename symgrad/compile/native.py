@@ -279,6 +279,7 @@ class NativeJob:
         return self.spec
 
     def _run(self) -> None:
+        _yield_gil()  # let the thread that started this one return its result first
         try:
             self.spec = native_spec(self.name, self.tape, self.key, background=True)
         except BaseException as exc:  # reported by whoever reads .error

@@ -16,12 +16,14 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import struct
 from dataclasses import dataclass, field
 
 import numpy as np
 
 __all__ = ["Node", "Graph"]
 
+_F64 = struct.Struct("=d")  # a float64's bytes in native order, as ndarray.tobytes() gives them
 FOLD_MAX_SIZE = 256  # larger constant results stay as ops, so generated files stay small
 
 # name -> OpDef.  The table is filled by symgrad.ir.ops.register (which re-exports it as REGISTRY); it
@@ -29,16 +31,32 @@ FOLD_MAX_SIZE = 256  # larger constant results stay as ops, so generated files s
 OPS: dict = {}
 
 
-@dataclass(frozen=True)
 class Node:
-    """One operation: ``op(*args; params)`` with a static ``shape`` and ``kind``."""
+    """One operation: ``op(*args; params)`` with a static ``shape`` and ``kind``.
 
-    id: int
-    op: str
-    args: tuple[int, ...]
-    params: tuple
-    shape: tuple[int, ...]
-    kind: str = "f"
+    Immutable by convention (nodes are shared between graph copies; never assign to a field).
+    A plain class with slots, not a frozen dataclass: tracing builds one per traced
+    operation, and a frozen dataclass's ``__init__`` costs several times as much.
+    """
+
+    __slots__ = ("id", "op", "args", "params", "shape", "kind")
+
+    def __init__(self, id: int, op: str, args: tuple[int, ...], params: tuple, shape: tuple[int, ...],
+                 kind: str = "f"):
+        self.id, self.op, self.args, self.params, self.shape, self.kind = id, op, args, params, shape, kind
+
+    def _fields(self):
+        return (self.id, self.op, self.args, self.params, self.shape, self.kind)
+
+    def __eq__(self, other):
+        return type(other) is Node and self._fields() == other._fields()
+
+    def __hash__(self):
+        return hash(self._fields())
+
+    def __repr__(self):
+        return (f"Node(id={self.id!r}, op={self.op!r}, args={self.args!r}, params={self.params!r}, "
+                f"shape={self.shape!r}, kind={self.kind!r})")
 
 
 def _all_constant(arg_nodes) -> bool:
@@ -59,6 +77,7 @@ class Graph:
     custom_rules: list = field(default_factory=list)      # traced custom_gradient rules
     ad_mode: bool = False  # True while a transform builds derivative nodes (see ``derivative_mode``)
     _intern: dict = field(default_factory=dict)
+    _fingerprints: dict = field(default_factory=dict)  # tuple(outputs) -> fingerprint (nodes never change)
 
     # -- leaves -------------------------------------------------------------
     def input(self, name: str, shape: tuple[int, ...]) -> int:
@@ -71,6 +90,12 @@ class Graph:
 
     def const(self, value) -> int:
         """A float constant (scalar or array), stored as float64."""
+        if type(value) is float or type(value) is np.float64 or type(value) is int:  # the common case
+            v = float(value)
+            nid = self._add("const", (), ("c", (), _F64.pack(v)), (), "f")
+            if nid not in self.consts:
+                self.consts[nid] = np.array(v)
+            return nid
         arr = np.asarray(value, dtype=np.float64)
         arr = arr.copy() if arr.ndim else arr.reshape(())
         key_params = ("c", arr.shape, arr.tobytes())
@@ -189,7 +214,7 @@ class Graph:
     def copy(self) -> "Graph":
         """An independent graph with the same nodes (nodes and constants are immutable: shared)."""
         return Graph(list(self.nodes), dict(self.consts), dict(self.notes), dict(self.lines),
-                     list(self.custom_rules), self.ad_mode, dict(self._intern))
+                     list(self.custom_rules), self.ad_mode, dict(self._intern), dict(self._fingerprints))
 
     # -- whole-graph utilities ------------------------------------------------
     def ancestors(self, outputs) -> list[int]:
@@ -213,12 +238,22 @@ class Graph:
         return users
 
     def fingerprint(self, outputs) -> str:
-        """sha256 over the sub-DAG reaching ``outputs``; stable across processes."""
-        h = hashlib.sha256()
+        """sha256 over the sub-DAG reaching ``outputs``; stable across processes.
+
+        Remembered per ``outputs``: nodes are immutable and ids never reused, so the sub-DAG
+        under given outputs never changes as the graph grows.
+        """
+        key = tuple(outputs)
+        known = self._fingerprints.get(key)
+        if known is not None:
+            return known
         order = self.ancestors(outputs)
         local = {nid: i for i, nid in enumerate(order)}
+        nodes = self.nodes
+        parts = []
         for nid in order:
-            n = self.nodes[nid]
-            h.update(repr((n.op, tuple(local[a] for a in n.args), n.params, n.shape, n.kind)).encode())
-        h.update(repr([local.get(o) for o in outputs]).encode())
-        return h.hexdigest()
+            n = nodes[nid]
+            parts.append(repr((n.op, [local[a] for a in n.args], n.params, n.shape, n.kind)))
+        parts.append(repr([local.get(o) for o in outputs]))
+        self._fingerprints[key] = digest = hashlib.sha256("\n".join(parts).encode()).hexdigest()
+        return digest

@@ -228,6 +228,8 @@ def to_node(ctx: TraceContext, value) -> int:
                 "earlier symgrad transformation (e.g. stored in a global)", "pass values as arguments",
                 user_location(3)))
         return value.id
+    if type(value) is float or type(value) is np.float64:  # the common constant: no ABC checks
+        return ctx.graph.const(value)
     if isinstance(value, (bool, np.bool_)):
         return ctx.graph.bool_const(value)
     if getattr(type(value), "__symgrad_variable__", False):  # symgrad.Variable (defined in the API layer)
