@@ -37,6 +37,46 @@ def test_global_array_changed_in_place_is_seen():
     np.testing.assert_array_equal(g(np.ones(3)), [2.0, 2.0, 2.0])
 
 
+def test_every_transformation_sees_a_changed_global():
+    """vjp, jvp and hvp look their kernels up without going through a compiled callable's call:
+    they once answered with the old global (jvp 9.0 instead of 18.0 below)."""
+    m = Model(1.0)
+    f = lambda x: m.w * np.sum(x ** 3)  # noqa: E731
+    x, v = np.ones(3), np.array([1.0, 2.0, 3.0])
+    before = (sg.jvp(f, (x,), (v,))[1], sg.vjp(f, x)[1](1.0)[0], sg.hvp(f, (x,), (v,)),
+              sg.hessian(f)(x), sg.value_and_grad(f)(x)[1])
+    np.testing.assert_array_equal(before[0], 18.0)
+    m.w = 2.0  # every derivative doubles: d/dx = 3 w x^2, H = 6 w diag(x)
+    after = (sg.jvp(f, (x,), (v,))[1], sg.vjp(f, x)[1](1.0)[0], sg.hvp(f, (x,), (v,)),
+             sg.hessian(f)(x), sg.value_and_grad(f)(x)[1])
+    for b, a in zip(before, after):
+        np.testing.assert_array_equal(a, 2 * np.asarray(b))
+    np.testing.assert_array_equal(after[2], 12.0 * v)
+
+
+class Config:
+    w = 1.0  # a class-level default, read through an instance
+
+
+def test_sparse_derivatives_and_class_attributes_see_changes():
+    cfg = Config()
+    s = lambda x: cfg.w * np.sum(x ** 3)  # noqa: E731
+    g, H = sg.grad(s), sg.hessian(s, signature="(n)->()", sparse=True)
+    x = np.ones(3)
+    np.testing.assert_array_equal(g(x), 3.0)
+    np.testing.assert_array_equal(H(x).toarray(), 6.0 * np.eye(3))
+    cfg.w = 2.0  # an instance attribute now shadows the class's
+    np.testing.assert_array_equal(g(x), 6.0)
+    np.testing.assert_array_equal(H(x).toarray(), 12.0 * np.eye(3))
+    del cfg.w
+    Config.w = 5.0  # the class attribute itself
+    try:
+        np.testing.assert_array_equal(g(x), 15.0)
+        np.testing.assert_array_equal(H(x).toarray(), 30.0 * np.eye(3))
+    finally:
+        Config.w = 1.0
+
+
 def test_closure_cell_and_partial():
     k = 3.0
     f = sg.jit(lambda v: k * v)

@@ -157,8 +157,6 @@ class Compiled:
             from .nested import call_traced
 
             return call_traced(self, args)
-        if self._captures:
-            self._retrace_if_captures_changed()
         if _has_dask(leaves):  # lazy: one dask.array.apply_gufunc over the compiled kernel
             entry = self.entry_for(args, leaves, in_tree)
             entry.promote(wait=True, module=True)  # workers load the generated module
@@ -171,9 +169,12 @@ class Compiled:
         leaves = [leaf if isinstance(leaf, PLAIN_TYPES) else np.asarray(leaf) for leaf in leaves]
         return entry.assemble(entry.fn(*leaves))
 
-    def _retrace_if_captures_changed(self) -> None:
+    def refresh(self) -> None:
         """Forget every trace when a number or array the function reads from outside its arguments
-        (a global, a closure cell, ``self.w``) changed since it was traced (see symgrad.trace.captures)."""
+        (a global, a closure cell, ``self.w``) changed since it was traced (see symgrad.trace.captures).
+        Called before every lookup of a compiled entry (:meth:`entry_for`, the HVP's fast path)."""
+        if not self._captures:
+            return
         with _BUILD_LOCK:
             if self._captures and self._captures.changed():
                 self._entries.clear()
@@ -202,7 +203,9 @@ class Compiled:
         return tuple(bound.args)
 
     def entry_for(self, args, leaves=None, in_tree=None) -> Entry:
-        """The compiled entry for arguments structured like ``args`` (building it if new)."""
+        """The compiled entry for arguments structured like ``args`` (building it if new; every
+        trace is dropped first if a value the function reads from outside changed)."""
+        self.refresh()
         if leaves is None:
             leaves, in_tree = tree_flatten(tuple(args))
         program = None

@@ -233,6 +233,7 @@ def hvp(fun, primals, tangents, signature: str | None = None, stabilize: bool = 
             type(p) is np.ndarray and type(t) is np.ndarray and p.shape == t.shape
             for p, t in zip(primals, tangents)):  # plain arrays: no pytree to check or rebuild
         key = tuple(p.shape for p in primals)
+        kern.refresh()  # a global or closure value the trace read changed: trace again
         entry = kern.plain_entries.get(key)
         if entry is None:
             entry = kern.plain_entries[key] = kern.entry_for(primals)

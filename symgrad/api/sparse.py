@@ -33,6 +33,7 @@ import numpy as np
 from ..errors import SignatureError, format_error
 from ..trace.pytree import tree_flatten
 from ..trace.signature import parse_signature
+from ..trace.captures import Captures
 from ..trace.trace import trace_program
 from ..transforms.colouring import SYMMETRIC, Recovery, colour_columns, colour_symmetric
 from ..transforms.entries import (forward_cost, gradient_program, pattern_of, reverse_cost,
@@ -205,6 +206,7 @@ class _SparseDerivative:
         self.stabilize, self.format, self.method = stabilize, format, method
         parse_signature(signature, _name(fun))  # report a bad signature now
         self._plans: dict = {}
+        self._captures: Captures | None = None  # what the traces read from outside the arguments
         self.__doc__ = f"symgrad.{self.what} of {_name(fun)} (sparse; compiled on first call)"
 
     def plan(self, *args) -> _Plan:
@@ -212,8 +214,12 @@ class _SparseDerivative:
         args, k = _check_args(self.fun, args, self.argnums, self.what)
         cores = _cores(self.fun, args, self.signature, self.what)
         key = tuple(cores)
+        if self._captures is not None and self._captures.changed():  # a global the trace read changed
+            self._plans.clear()
         plan = self._plans.get(key)
         if plan is None:
+            if not self._plans:
+                self._captures = Captures(self.fun)
             program = _trace(self.fun, args, cores, self.what)
             direct, pattern = self._direct(program, k)
             if pattern is None:

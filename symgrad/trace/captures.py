@@ -12,7 +12,7 @@ What is watched (``captured_values``): numbers, booleans, NumPy arrays and
 scalars, and short tuples/lists of numbers, reached from the function through
 its closure cells, the global names its code (and the code of nested functions
 and lambdas) mentions, the attributes of the object of a bound method and of
-user-defined objects held in those places, and the arguments of a
+user-defined objects held in those places (numeric class attributes included), and the arguments of a
 ``functools.partial``; Python functions found there are followed two levels
 deep.  Modules, classes and other objects are not.
 
@@ -86,6 +86,13 @@ def captured_values(fn, reads: list | None = None) -> list[tuple[str, object]]:
             for k, attr in list(attrs.items()):
                 if _is_numeric(attr):
                     note((attrs, k, attr))
+                    add(f"{where}.{k}", attr, depth)
+            for cls in type(v).__mro__[:-1]:  # class-level numbers the instance reads (``class M: w = 1.0``)
+                for k, attr in list(vars(cls).items()):
+                    if k in attrs or k.startswith("__") or not _is_numeric(attr):
+                        continue
+                    note((attrs, k, _EMPTY))  # an instance attribute set later shadows it
+                    note((vars(cls), k, attr))
                     add(f"{where}.{k}", attr, depth)
 
     def visit(f, depth: int, prefix: str = "") -> None:
