@@ -394,9 +394,9 @@ class Search:
         (``1/cosh(u)**2`` for ``1 - tanh(u)**2`` in a product: exact where float64 cancelled, NaN in
         float32 where the product overflows before the division); its mean over the dtypes then
         ranks it below many near-copies of the current best, and the rewrite that repairs it
-        (:func:`~.rewrites._divide_early`) is never tried.  Keeping the best program of each format,
-        as Herbie keeps every program that is best somewhere (Panchekha et al. 2015, sec. 4.4),
-        costs at most one expansion per dtype and round.
+        (:func:`~.rewrites._divide_early`) is never tried.  Keeping the best program of each format
+        (in the spirit of Herbie's candidate table, which keeps every program that is best at some
+        sample point; Panchekha et al. 2015) costs at most one expansion per dtype and round.
         """
         open_ = [c for c in self.pool() if c.exact and c.expr not in expanded]
         out = open_[:self.beam]
