@@ -219,6 +219,37 @@ def _split_quotient(node):
     return [acc]
 
 
+def _divide_early(node):
+    """a*b*.../d**k -> (a/d**k)*b*...: one numerator factor is divided before the others multiply in.
+
+    Products are evaluated numerator first, denominators last (``a*b/d**k``), so ``a*b`` can
+    overflow (inf/inf = NaN, inf*0 = NaN) although ``a/d**k`` is small and the result is
+    representable: ``x**2*P(x)/cosh(u)**2`` with ``x**2*P(x) > 3.4e38`` in float32 while
+    ``1/cosh(u)**2`` is 0.  The inner quotient is an unevaluated product (kept in this order
+    by the evaluator and the emitter); the numeric coefficient stays in front, a ``-1`` goes
+    last (a leading ``-1`` is re-evaluated as a negation).
+    """
+    if not node.is_Mul:
+        return []
+    c, rest = node.as_coeff_Mul()
+    facs = list(sp.Mul.make_args(rest))
+    # a sum in the denominator ((exp(x) + 1)**4, x**2 + 1) is served by the rules that rewrite the
+    # quotient itself (sigmoid_from_ratio, log_domain_ratio, split_quotient); reordering it too would
+    # only multiply the candidates
+    den = [i for i, f in enumerate(facs) if f.is_Pow and f.exp.is_Number and f.exp < 0 and not f.base.is_Add]
+    num = [i for i in range(len(facs)) if i not in den]
+    if not den or len(num) < 2 or len(facs) > 6:
+        return []
+    out = []
+    for j in den:
+        for i in num:
+            inner = sp.Mul(facs[i], facs[j], evaluate=False)
+            others = [f for k, f in enumerate(facs) if k not in (i, j)]
+            args = [inner] + others + [c] if c == -1 else ([c] if c != 1 else []) + [inner] + others
+            out.append(sp.Mul(*args, evaluate=False))
+    return out
+
+
 def _squares(t):
     """Return ``a`` with ``t == a**2`` (a**2, k*a**2 with k > 0, positive constants)."""
     c, r = coeff_and_rest(t)
@@ -342,6 +373,11 @@ RULES: list[Rewrite] = [
             "N/(A*B) overflows in A*B although N/A/B is representable; dividing one factor at a time does not",
             "Higham 2002, sec. 27.8 (scaling to avoid overflow)",
             ((2 * x + 1) / (x**2 + 1) ** 2, {x: 1e100}, "float64")),
+    Rewrite("divide_early", _divide_early,
+            "a*b/d overflows in a*b although a/d is small and the result representable; dividing "
+            "one factor first keeps the intermediate in range",
+            "Higham 2002, sec. 27.8 (scaling to avoid overflow)",
+            (x**2 * (x**3 + 1) / sp.cosh(x) ** 2, {x: 1e10}, "float32"), overflow_only=True),
     Rewrite("hypot_from_sqrt", _hypot, "a**2 + b**2 overflows/underflows long before sqrt of it does",
             "Higham 2002, sec. 27.8 (hypot); Goldberg 1991", (sp.sqrt(x**2 + y**2), {x: 1e200, y: 1e200},
                                                              "float64")),

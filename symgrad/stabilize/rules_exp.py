@@ -338,7 +338,13 @@ def _tanh(node):
 
 
 def _sech2(node):
-    """k - k*tanh(u)**2 -> 4k*sigmoid(2u)*sigmoid(-2u) (= k/cosh(u)**2), no cancellation."""
+    """k - k*tanh(u)**2 -> 4k*sigmoid(2u)*sigmoid(-2u) and k/cosh(u)**2 (= k*sech(u)**2), no cancellation.
+
+    sech(u) = (1 - tanh(u)**2)**(1/2) (DLMF Table 4.30.1); it is tanh' (DLMF 4.34.3), so every
+    derivative of a tanh carries it, often in several terms at once (the search rewrites all
+    occurrences of a repeated subexpression in one candidate, :meth:`.search.Search.children`).
+    For |u| > 19 the difference is 0 in float64 while sech(u)**2 ~ 4 exp(-2|u|) is representable.
+    """
     if not node.is_Add:
         return []
     k, rest = node.as_coeff_Add()
@@ -463,7 +469,7 @@ EXP_RULES = [
             "Higham 2002, sec. 1.14", ((sp.exp(x) - sp.exp(-x)) / (sp.exp(x) + sp.exp(-x)), {x: 800.0},
                                        "float64")),
     Rewrite("sech2_from_tanh", _sech2, "1 - tanh(u)**2 cancels for large |u|; 4*sigmoid(2u)*sigmoid(-2u) does not",
-            "Goldberg 1991, sec. 1.4", (1 - sp.tanh(x) ** 2, {x: 20.0}, "float64")),
+            "DLMF Table 4.30.1, 4.34.3; Goldberg 1991, sec. 1.4", (1 - sp.tanh(x) ** 2, {x: 20.0}, "float64")),
     Rewrite("tanh_from_sigmoid", _tanh_from_sigmoid,
             "1 - 2*sigmoid(u) cancels for small |u| (both terms ~1); it equals -tanh(u/2), computed directly",
             "DLMF 4.35.4 (tanh in terms of exp); Goldberg 1991, sec. 1.4",

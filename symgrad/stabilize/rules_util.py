@@ -19,12 +19,17 @@ class Rewrite:
         ref: literature reference.
         witness: ``(naive_expr, {symbol: value}, dtype)`` where the naive form is
             inaccurate and the rewritten one is accurate.
+        overflow_only: the rewrite only changes the evaluation order (the same operations,
+            rounded differently); the search keeps its result only where it leaves fewer points
+            at NaN/inf-level error than the form it came from, so a reordering never wins on
+            rounding noise alone.
     """
     name: str
     apply: Callable[[sp.Expr], list]
     why: str
     ref: str
     witness: tuple
+    overflow_only: bool = False
 
 
 x, y = sp.symbols("x y", real=True)

@@ -45,9 +45,10 @@ import mpmath
 import numpy as np
 import sympy as sp
 
-from .accuracy import make_sample, point_bits
+from .accuracy import make_sample, point_bits, ulp_bits
 from .budget import cpu_clock
 from .localize import local_errors
+from .numeric import compile_numpy
 from .reference import compile_mpmath
 from .regimes import TWO_ULPS, best_split
 from .rewrites import RULES
@@ -112,6 +113,7 @@ def replace_at(expr, path, new):
     return expr.func(*args)
 
 
+_OVERFLOW_ONLY = frozenset(r.name for r in RULES if r.overflow_only)
 _CHILDREN: dict = {}  # node -> [(rule name, replacement)] (rules are pure functions of the node)
 
 
@@ -169,6 +171,9 @@ class Search:
                 and _tree_size(expr, self.max_size) >= self.max_size:
             self.seen[expr] = None  # runaway growth (nested shifts etc.): not a useful candidate
             return None
+        if history and history[-1].name in _OVERFLOW_ONLY and not self._repairs_overflow(history[-1].before, expr):
+            self.seen[expr] = None  # a reordering that removes no NaN/inf would only change the rounding
+            return None
         self.charge("score")
         try:
             bits = {dt: point_bits(expr, self.vars, s) for dt, s in self.samples.items()}
@@ -179,6 +184,29 @@ class Search:
         c = Cand(expr, bits, score, int(sp.count_ops(expr)), history, exact)
         self.seen[expr] = c
         return c
+
+    def _repairs_overflow(self, parent, expr) -> bool:
+        """Is ``expr`` accurate at one of the points where the scored ``parent`` has NaN/inf-level error?
+
+        The gate of the rewrites that only reorder operations (``Rewrite.overflow_only``): checked
+        on those few points before the candidate is scored (and charged), so a reordering is never
+        kept for its rounding noise and costs next to nothing where it cannot help.
+        """
+        p = self.seen.get(parent)
+        if not p:
+            return False
+        for dt, b in p.bits.items():
+            full = np.flatnonzero(b >= 8 * np.dtype(dt).itemsize - 0.01)
+            if not len(full):
+                continue
+            s = self.samples[dt]
+            try:
+                got = compile_numpy(expr, self.vars, s.dtype)(s.X[full])
+            except Exception:  # noqa: BLE001 - a candidate the evaluator cannot handle repairs nothing
+                return False
+            if np.any(ulp_bits(got, s.ref[full]) < 8 * np.dtype(dt).itemsize - 0.01):
+                return True
+        return False
 
     def cond_bits(self, dt, idx) -> np.ndarray:
         """log2(1 + condition number) of the exact function at sample points ``idx`` of ``dt``.
@@ -235,11 +263,24 @@ class Search:
 
     # -- generation ---------------------------------------------------------
     def children(self, c: Cand):
+        """Every rule result at every position, and, for a subexpression that occurs more than once,
+        the same rewrite at all its occurrences at once (derivatives repeat a subexpression in
+        several terms: ``1 - tanh(u)**2`` four times in GELU'': one occurrence rewritten at a time,
+        each step alone barely moves the mean error and the beam may never reach the form with all)."""
         out = []
-        for path, node in list(positions(c.expr)):
+        where = list(positions(c.expr))
+        count: dict = {}
+        for _, node in where:
+            count[node] = count.get(node, 0) + 1
+        done = set()
+        for path, node in where:
             for name, new in _rule_results(node):
                 e = replace_at(c.expr, path, new)
                 out.append((e, c.history + (Step(name, node, new, c.expr, e),), True))
+                if count[node] > 1 and (node, new) not in done:
+                    done.add((node, new))
+                    e = c.expr.xreplace({node: new})
+                    out.append((e, c.history + (Step(name, node, new, c.expr, e),), True))
         return out
 
     def saturate(self, c: Cand, max_steps=5):
@@ -333,7 +374,7 @@ class Search:
             if self.out_of_budget() or new_best < 0.05 or new_best > best - IMPROVE_EPS:
                 break
             best = new_best
-            frontier = [c for c in self.pool() if c.exact and c.expr not in expanded][:self.beam]
+            frontier = self.frontier(expanded)
             if not frontier:
                 break
         if self.vars and self.best_exact().score > SERIES_ABOVE and not self.out_of_budget():
@@ -344,6 +385,27 @@ class Search:
                 if self.series(c, done):
                     break
         return self.choose()
+
+    def frontier(self, expanded: set) -> list:
+        """The next round's candidates: the ``beam`` best by mean error over the dtypes, then the
+        best of each dtype alone when it is not among them.
+
+        A form can be far better in one format and worse in the other on inputs no formula serves
+        (``1/cosh(u)**2`` for ``1 - tanh(u)**2`` in a product: exact where float64 cancelled, NaN in
+        float32 where the product overflows before the division); its mean over the dtypes then
+        ranks it below many near-copies of the current best, and the rewrite that repairs it
+        (:func:`~.rewrites._divide_early`) is never tried.  Keeping the best program of each format
+        (in the spirit of Herbie's candidate table, which keeps every program that is best at some
+        sample point; Panchekha et al. 2015) costs at most one expansion per dtype and round.
+        """
+        open_ = [c for c in self.pool() if c.exact and c.expr not in expanded]
+        out = open_[:self.beam]
+        for dt in sorted(self.samples, key=str):
+            best = min(open_, key=lambda c: (round(float(c.bits[dt].mean()), 6) if len(c.bits[dt]) else 0.0,
+                                              c.key()), default=None)
+            if best is not None and all(best is not c for c in out):
+                out.append(best)
+        return out
 
     def pool(self):
         cs = [c for c in self.seen.values() if c is not None]

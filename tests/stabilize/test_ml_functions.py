@@ -33,10 +33,7 @@ FUNCS = {
 }
 _MAG = np.geomspace(1e-6, 60.0, 9)
 # measured on this branch (bits of error beyond the bound, worst point): not fixed yet
-KNOWN = {
-    ("gelu", 2, "float64"): "GELU'' at x = -18 loses ~50 bits (the exp(-2u) terms of the derivative cancel)",
-    ("gelu", 2, "float32"): "GELU'' float32 at x = -6.4: 7.7 bits against a 7.6-bit bound",
-}
+KNOWN: dict = {}
 if vecmath_enabled():  # the stabiliser scores forms with NumPy's exp; the kernel calls vecmath's (both < 1 ulp)
     KNOWN[("logistic_density", 2, "float64")] = (
         "logistic density'' at x = 0.0727: 5 ulps against a 3-ulp bound with vecmath's exp in the kernel "
