@@ -35,6 +35,7 @@ import sympy as sp
 
 from .accept import _bits, check_samples, verdict
 from .accuracy import MAX_BITS, Sample
+from .budget import StabilizeBudgetExceeded
 from .result import RewriteRecord
 from .regimes import TWO_ULPS
 from .search import MIN_REGIME_GAIN
@@ -99,7 +100,10 @@ def decide_regimes(orig: sp.Expr, form: sp.Expr, widen: bool, variables: Sequenc
         itself where the split gains) and one ``regime_not_in_<dtype>`` record per dtype that
         computes a single form instead (bits: split before, single form after, on the check
         sample of that dtype).  ``({}, [])`` when ``form`` is not a regime split or every dtype
-        keeps it.  Never raises for a form it cannot evaluate: the split is then kept.
+        keeps it; also when a form cannot be evaluated (the split is then kept as accepted).
+
+    Raises:
+        StabilizeBudgetExceeded: the program's hard CPU deadline passed (the caller's budget).
     """
     if not _is_regime(orig, form):
         return {}, []
@@ -128,7 +132,9 @@ def decide_regimes(orig: sp.Expr, form: sp.Expr, widen: bool, variables: Sequenc
                 forms[dt] = alts[k]
                 records.append(RewriteRecord(f"{RECORD_PREFIX}{dt}", form, alts[k],
                                              {dt: (here[0], here[3], st[0], st[3])}, None, form, alts[k]))
-    except (ArithmeticError, ValueError, TypeError, NotImplementedError):  # keep the split as accepted
+    except StabilizeBudgetExceeded:
+        raise
+    except Exception:  # noqa: BLE001 - a form the evaluators cannot handle: the split stays as accepted
         return {}, []
     if not records:
         return {}, []
