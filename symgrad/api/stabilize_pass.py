@@ -351,11 +351,13 @@ def _short(text: str) -> str:
 
 def _comment(r) -> str:
     """One rewrite as a code comment: ``name: before -> after  [bits]  (regime)``, with long
-    expressions shortened to their ends (a regime split shows its conditions, not the branches)."""
+    expressions shortened to their ends (a regime split shows its conditions, not the branches;
+    a dtype that computes one form instead, ``regime_not_in_<dtype>``, shows that form)."""
     whole = r.one_line()
     bits = whole[whole.rindex("  ["):] if "  [" in whole else ""
     after = "piecewise by regime" if r.regime else _short(str(r.after))
-    return f"{r.name}: {_short(str(r.before))} -> {after}{bits}"
+    before = "piecewise by regime" if isinstance(r.before, sp.Piecewise) else _short(str(r.before))
+    return f"{r.name}: {before} -> {after}{bits}"
 
 
 def node_refs(text: str, memo: dict | None = None) -> str:
