@@ -139,3 +139,35 @@ def test_tiers_follow_the_per_dtype_regimes_bit_for_bit(tmp_path, monkeypatch):
         for spec in (tape_spec(kd.name, again), native_spec(kd.name, again, key)):
             got = gufunc_call(spec, (X.astype(dt),))
             assert got.dtype == want.dtype and np.array_equal(got, want), dt
+
+
+def planck(x):
+    return x**3 / (np.exp(x) - 1)
+
+
+def test_widened_float32_core_with_its_own_regimes_is_bit_identical_on_every_tier(tmp_path, monkeypatch):
+    """d/dx x^3/(e^x - 1): float64 keeps its series|formula split, the float32 core (computed in
+    float64 and rounded once) does not need it; the native tier's widened float32 kernel runs the
+    float32 tape in float64, not the float64 one."""
+    monkeypatch.setenv("SYMGRAD_CACHE_DIR", str(tmp_path))
+    p = trace_program(planck, (0.5,), [()])
+    kd = build_kernel(p, "grad", [0]).kernel
+    stabilize_kernel(p.graph, kd, 2.0)
+    assert kd.widen_float32 and set(kd.dtype_nodes) == {"float32"}
+    assert [r.name for _, r in kd.rewrites if r.name.startswith("regime_not_in")] == ["regime_not_in_float32"]
+    tape = kernel_tape(p.graph, kd)
+    assert tape.float32 is not None and tape.float32.widen_float32
+    key = cache_key(p.fingerprint(), "dtype-regime-widened-tier-test")
+    module = load_module(kd.name, key, emit_module(p.graph, [kd], ["dtype regime widened tier test"]))
+    src = emit_module(p.graph, [kd], ["t"])
+    f64 = src[src.index(f"def {kd.name}_f64("):src.index(f"def {kd.name}_f64_batch(")]
+    f32 = src[src.index(f"def {kd.name}_f32("):src.index(f"def {kd.name}_f32_batch(")]
+    assert " if " in f64 and " if " not in f32 and "np.float64(x)" in f32
+    rng = np.random.default_rng(2)
+    X = np.concatenate([rng.uniform(-80, 80, 200), 10.0 ** rng.uniform(-9, 2, 200), [0.0, -0.0, 1e-300]])
+    for dt in ("float64", "float32"):
+        want = getattr(module, kd.name)(X.astype(dt))
+        for spec in (tape_spec(kd.name, tape), native_spec(kd.name, tape, key)):
+            got = gufunc_call(spec, (X.astype(dt),))
+            assert got.dtype == want.dtype and np.array_equal(got, want, equal_nan=True), dt
+            assert np.array_equal(np.signbit(got), np.signbit(want))
