@@ -25,7 +25,7 @@ from symgrad.compile.interpreter import tape_spec
 from symgrad.compile.native import native_spec
 from symgrad.emit.module import KernelDef, emit_module
 from symgrad.emit.printer import KernelIO
-from symgrad.emit.tape import build_tape
+from symgrad.emit.tape import build_tape, kernel_tape
 from symgrad.ir.ops import REGISTRY
 from symgrad.ir.ddprogram import OP_NAME as DD_REGION
 from symgrad.runtime.gufunc import gufunc_call
@@ -51,7 +51,7 @@ def _both_tiers(program, stabilize: bool):
     kd = KernelDef(f"{p.name}_tiers", "tier test kernel", ins, outs)
     if stabilize:
         stabilize_kernel(p.graph, kd, 0.25)
-    tape = build_tape(p.graph, kd.args, kd.outputs, kd.widen_float32)
+    tape = kernel_tape(p.graph, kd)
     if tape is None and any(p.graph[n].op == DD_REGION for n in p.graph.ancestors([o.node for o in kd.outputs])):
         pytest.skip("the stabiliser chose a double-double region: no opcode, the program waits for Numba")
     assert tape is not None, "every op the generator draws has a tape lowering"

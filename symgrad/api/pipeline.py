@@ -22,7 +22,7 @@ from ..compile.native import cached_tape, native_spec, save_tape
 from ..emit.module import KernelDef, emit_module
 from ..emit.names import Namespace, kernel_names
 from ..emit.printer import KernelIO
-from ..emit.tape import Tape, build_tape
+from ..emit.tape import Tape, kernel_tape
 from ..runtime.gufunc import gufunc_call
 from ..trace.trace import TracedProgram
 from ..transforms.higher import gradient_nodes
@@ -92,8 +92,7 @@ class Build:
 
     def tape(self) -> Tape | None:
         """The kernel as an interpreter tape, or None if an op has no tape lowering."""
-        k = self.kernel
-        return build_tape(self.program.graph, k.args, k.outputs, k.widen_float32)
+        return kernel_tape(self.program.graph, self.kernel)
 
     def load(self, key: str):
         """The generated module, written to the cache under ``key`` and imported."""

@@ -246,7 +246,9 @@ def stabilize_kernel(g: Graph, kernel: KernelDef, budget_s: float | None = None)
     spent is stored in ``kernel.stabilize_cpu_s`` (not in the header lines, which go into
     the generated source and stay deterministic; the first one summarises triage and
     search).  Raises nothing for a spent budget: unsearched regions keep their derived
-    forms (which are what an unstabilised kernel computes).
+    forms (which are what an unstabilised kernel computes).  Where a region's regime split gains
+    in one dtype only (:mod:`symgrad.stabilize.dtype_regimes`), ``kernel.outputs`` hold the float64
+    core's nodes and ``kernel.dtype_nodes`` the other dtype's (see ``KernelDef.outputs_for``).
     """
     budget_s = DEFAULT_BUDGET_S if budget_s is None else budget_s
     from ..stabilize import stabilize
@@ -258,6 +260,9 @@ def stabilize_kernel(g: Graph, kernel: KernelDef, budget_s: float | None = None)
     mapping: dict[int, int] = {}  # node -> replacement; consumers are rebuilt on it
     direct: dict[int, int] = {}   # output node -> replacement that contains the node (outputs only)
     notes: dict[int, list[str]] = {}
+    # dtype -> (mapping, direct) entries of that dtype's core where it computes another form than
+    # float64's (a regime split kept in one dtype only); None: that dtype keeps the derived node
+    per_dtype: dict[str, tuple[dict, dict]] = {}
     names = {o.node: o.name for o in kernel.outputs}
     roots = region_roots(g, [o.node for o in kernel.outputs])
     searched, flagged, stopped, order = 0, 0, None, []
@@ -284,7 +289,8 @@ def stabilize_kernel(g: Graph, kernel: KernelDef, budget_s: float | None = None)
                 if (tri is None or not tri.needs_search[i]) and not _needs_search(expr, variables):
                     _use_canonical(g, root, name, expr, leaves, header, mapping)
                     continue
-                res = stabilize(expr, variables, budget_s=deadline - cpu_clock())
+                res = stabilize(expr, variables, budget_s=deadline - cpu_clock(),
+                                widen_float32=root in names and _scalar_cores(kernel))
                 if cpu_clock() > deadline:  # a step inside may have skipped work at the deadline
                     raise StabilizeBudgetExceeded(name)
             except NotImplementedError as exc:  # an op the error model cannot sample: keep the derived form
@@ -297,7 +303,7 @@ def stabilize_kernel(g: Graph, kernel: KernelDef, budget_s: float | None = None)
                 stopped = rank
                 break
             searched += 1
-            _apply(g, kernel, root, name, expr, leaves, res, names, header, mapping, direct, notes)
+            _apply(g, kernel, root, name, expr, leaves, res, names, header, mapping, direct, notes, per_dtype)
     spent = cpu_clock() - t0
     kernel.stabilize_cpu_s = spent
     # no times in the header: the generated source stays deterministic (the time is in the kernel)
@@ -306,6 +312,12 @@ def stabilize_kernel(g: Graph, kernel: KernelDef, budget_s: float | None = None)
     if stopped is not None:
         summary += f"; budget spent, {len(order) - stopped} region(s) not searched"
     header.insert(0, summary)
+    derived = [o.node for o in kernel.outputs]
+    for dt, (more_map, more_direct) in per_dtype.items():  # each dtype's core from the same derived nodes
+        m = {k: v for k, v in {**mapping, **more_map}.items() if v is not None}
+        d = {k: v for k, v in {**direct, **more_direct}.items() if v is not None}
+        memo = rebuild(g, derived + list(d.values()), m)
+        kernel.dtype_nodes[dt] = [memo[d.get(n, n)] for n in derived]
     if mapping or notes or direct:
         # nothing replaced (only notes): every node keeps its id, no need to walk the graph
         memo = (rebuild(g, [o.node for o in kernel.outputs] + list(notes) + list(direct.values()), mapping)
@@ -321,6 +333,9 @@ def stabilize_kernel(g: Graph, kernel: KernelDef, budget_s: float | None = None)
                 lines = [marked[line] if line in marked else marked.setdefault(line, node_refs(line))
                          for line in lines]
             kernel.comments[new] = "\n".join(filter(None, [kernel.comments.get(new), *lines]))
+    for dt in list(kernel.dtype_nodes):  # the same nodes as float64's after all: one core
+        if kernel.dtype_nodes[dt] == [o.node for o in kernel.outputs]:
+            del kernel.dtype_nodes[dt]
     return header
 
 
@@ -343,11 +358,13 @@ def _short(text: str) -> str:
 
 def _comment(r) -> str:
     """One rewrite as a code comment: ``name: before -> after  [bits]  (regime)``, with long
-    expressions shortened to their ends (a regime split shows its conditions, not the branches)."""
+    expressions shortened to their ends (a regime split shows its conditions, not the branches;
+    a dtype that computes one form instead, ``regime_not_in_<dtype>``, shows that form)."""
     whole = r.one_line()
     bits = whole[whole.rindex("  ["):] if "  [" in whole else ""
     after = "piecewise by regime" if r.regime else _short(str(r.after))
-    return f"{r.name}: {_short(str(r.before))} -> {after}{bits}"
+    before = "piecewise by regime" if isinstance(r.before, sp.Piecewise) else _short(str(r.before))
+    return f"{r.name}: {before} -> {after}{bits}"
 
 
 def node_refs(text: str, memo: dict | None = None) -> str:
@@ -359,10 +376,13 @@ def node_refs(text: str, memo: dict | None = None) -> str:
     return re.sub(r"\bt(\d+)\b", lambda m: NODE_REF.format(memo.get(int(m.group(1)), int(m.group(1)))), text)
 
 
-def _apply(g, kernel, root, name, expr, leaves, res, names, header, mapping, direct, notes) -> None:
+def _apply(g, kernel, root, name, expr, leaves, res, names, header, mapping, direct, notes, per_dtype) -> None:
     """Record the search result ``res`` of the region at ``root`` (rewrites, float32 widening).
 
-    Notes on an output go in the header; notes on an intermediate go above its statement."""
+    The float64 form goes into ``mapping`` (consumers rewired) or ``direct`` (an output that
+    contains the derived node replaced); another dtype's own form (``res.dtype_exprs``) into
+    ``per_dtype[dtype]``, the same way.  Notes on an output go in the header; notes on an
+    intermediate go above its statement."""
     def say(text: str) -> None:
         if root in names:
             header.append(f"stabilize: {name}: {text}")
@@ -374,22 +394,35 @@ def _apply(g, kernel, root, name, expr, leaves, res, names, header, mapping, dir
     if res.acceptance:
         say(res.acceptance)
     records = list(res.records)
-    if res.widen_float32 and (root not in names or not _scalar_cores(kernel)):
-        records.pop()  # only whole scalar-core kernels compute their float32 in float64
-        say("float32 beyond 2 ulps; float64 evaluation needs scalar cores")
-    elif res.widen_float32:
+    if res.widen_float32:  # asked for scalar-core outputs only (stabilize(widen_float32=...))
         kernel.widen_float32 = True
     if not records:
         return
-    if res.expr != expr:
-        new = from_sympy(g, res.expr, leaves)
+
+    def place(form, into_map: dict, into_direct: dict) -> bool:
+        """Build ``form`` for the region; False when it cannot replace the derived node."""
+        new = from_sympy(g, form, leaves)
         if root in g.ancestors([new]):  # e.g. a regime that keeps the derived form on one branch
             if root not in names:  # consumers cannot be rewired to a form that contains the node itself
-                say("rewrite keeps the derived form inside; not applied")
-                return
-            direct[root] = new
+                return False
+            into_direct[root] = new
         else:
-            mapping[root] = new
+            into_map[root] = new
+        return True
+
+    main = res.form("float64")
+    if main != expr and not place(main, mapping, direct):
+        say("rewrite keeps the derived form inside; not applied")
+        return
+    for dt in sorted({"float32", *res.dtype_exprs} - {"float64"}):
+        form = res.form(dt)
+        if form == main:
+            continue
+        more_map, more_direct = per_dtype.setdefault(dt, ({}, {}))
+        if form == expr:  # this dtype computes the derived form: no replacement
+            more_map[root] = more_direct[root] = None
+        elif not place(form, more_map, more_direct):
+            say(f"{dt} form keeps the derived form inside; {dt} computes the float64 form")
     kernel.rewrites += [(name, r) for r in records]
     lines = [f"rewrite {_comment(r)}" for r in records]
     notes.setdefault(mapping.get(root, direct.get(root, root)), []).extend(lines)  # printed at the statement

@@ -45,6 +45,7 @@ class _TapeBatch:
     ``<name>_<dtype>_batch`` functions of a generated module."""
 
     def __init__(self, tape: Tape, dtype: str):
+        tape = tape.for_dtype(dtype)
         self.tape, self.dtype = tape, dtype
         self.compute = "float64" if (dtype == "float32" and tape.widen_float32) else dtype
         self.init = tape.consts.astype(self.compute)

@@ -121,8 +121,12 @@ def save_tape(key: str, tape: Tape) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f"{path.name}.{threading.get_ident()}.tmp.npz")
     shapes = np.array(repr((tuple(map(tuple, tape.in_shapes)), tuple(map(tuple, tape.out_shapes)))))
-    np.savez(tmp, code=tape.code, consts=tape.consts, n_regs=tape.n_regs, in_slots=tape.in_slots,
-             out_slots=tape.out_slots, shapes=shapes, widen=tape.widen_float32)
+    arrays = {}
+    for prefix, t in (("", tape), ("f32_", tape.float32)):
+        if t is not None:  # the float32 core's own tape (regimes decided per dtype) under f32_ names
+            arrays.update({f"{prefix}code": t.code, f"{prefix}consts": t.consts, f"{prefix}n_regs": t.n_regs,
+                           f"{prefix}in_slots": t.in_slots, f"{prefix}out_slots": t.out_slots})
+    np.savez(tmp, shapes=shapes, widen=tape.widen_float32, **arrays)
     tmp.replace(path)
 
 
@@ -136,9 +140,12 @@ def cached_tape(key: str) -> Tape | None:
     try:
         with np.load(path) as z:
             in_shapes, out_shapes = ast.literal_eval(str(z["shapes"]))
-            return Tape(z["code"], z["consts"], int(z["n_regs"]), z["in_slots"], z["out_slots"],
-                        in_shapes, out_shapes, bool(z["widen"]))
-    except (OSError, ValueError, KeyError, SyntaxError):  # a damaged file: build again
+            tapes = [Tape(z[f"{p}code"], z[f"{p}consts"], int(z[f"{p}n_regs"]), z[f"{p}in_slots"],
+                          z[f"{p}out_slots"], in_shapes, out_shapes, bool(z["widen"]))
+                     for p in ("", "f32_") if f"{p}code" in z.files]
+            tapes[0].float32 = tapes[1] if len(tapes) > 1 else None
+            return tapes[0]
+    except (OSError, ValueError, KeyError, IndexError, SyntaxError):  # a damaged file: build again
         return None
 
 
@@ -147,6 +154,7 @@ class NativeKernel:
     ``(n, *core)``, like the ``<name>_<dtype>_batch`` functions of a generated module."""
 
     def __init__(self, tape: Tape, name: str, dtype: str, key: str, background: bool = False):
+        tape = tape.for_dtype(dtype)
         self.tape, self.dtype = tape, dtype
         self.compute = "float64" if (dtype == "float32" and tape.widen_float32) else dtype
         # in a background thread, printing (Python) hands the GIL to waiting calls every few instructions
@@ -216,8 +224,10 @@ def native_spec(name: str, tape: Tape, key: str, background: bool = False) -> Gu
     """A gufunc spec whose kernels run ``tape`` as native code; float64 is compiled now, float32
     (or its float64 route) on its first call."""
     kernels = {"float64": native_kernel(tape, name, "float64", key, background)}
-    if tape.widen_float32:
-        kernels["float32"] = _Widened(kernels["float64"])
+    if tape.widen_float32 and tape.float32 is None:
+        kernels["float32"] = _Widened(kernels["float64"], len(tape.in_shapes))
+    elif tape.widen_float32:  # the float32 core's own tape, computed in float64
+        kernels["float32"] = _Widened(_Lazy(tape.float32, name, "float64", key), len(tape.in_shapes))
     else:
         kernels["float32"] = _Lazy(tape, name, "float32", key)
     return GufuncSpec(name=name, in_cores=tape.in_shapes, out_cores=tape.out_shapes, kernels=kernels)
@@ -226,11 +236,11 @@ def native_spec(name: str, tape: Tape, key: str, background: bool = False) -> Gu
 class _Widened:
     """The float32 kernel of a tape that computes float32 calls in float64 and rounds once."""
 
-    def __init__(self, kernel64: NativeKernel):
-        self.kernel64 = kernel64
+    def __init__(self, kernel64, n_in: int):
+        self.kernel64, self.n_in = kernel64, n_in
 
     def __call__(self, *arrays):
-        n_in = self.kernel64.n_in
+        n_in = self.n_in
         ins = [np.asarray(a, dtype=np.float64) for a in arrays[:n_in]]
         outs64 = [np.empty(o.shape, dtype=np.float64) for o in arrays[n_in:]]
         self.kernel64(*ins, *outs64)

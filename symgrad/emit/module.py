@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import base64
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -50,6 +50,26 @@ class KernelDef:
     rewrites: list = field(default_factory=list)  # (output name, RewriteRecord) applied by the stabiliser
     widen_float32: bool = False  # float32 core computes in float64 and rounds once (scalar cores only)
     stabilize_cpu_s: float | None = None  # CPU seconds the stabiliser spent on this kernel (None: not run)
+    # {dtype: output node per output} for a dtype whose core computes other nodes than ``outputs``
+    # (float64's): a regime split kept in one dtype only (symgrad.stabilize.dtype_regimes)
+    dtype_nodes: dict[str, list[int]] = field(default_factory=dict)
+
+    def outputs_for(self, dtype: str) -> list[KernelIO]:
+        """The outputs the ``dtype`` core computes: ``outputs`` with the nodes of ``dtype_nodes[dtype]``.
+
+        Every printer of a core (the Numba module, the interpreter and native tapes) asks this, so
+        the tiers compute the same nodes per dtype."""
+        nodes = self.dtype_nodes.get(dtype)
+        if nodes is None:
+            return self.outputs
+        return [replace(o, node=n) for o, n in zip(self.outputs, nodes)]
+
+    def all_output_nodes(self) -> list[int]:
+        """Output nodes of every dtype's core (float64's first), each once."""
+        nodes = [o.node for o in self.outputs]
+        for extra in self.dtype_nodes.values():
+            nodes += [n for n in extra if n not in nodes]
+        return nodes
 
 
 def _encode(arr: np.ndarray) -> str:
@@ -71,7 +91,7 @@ def emit_kernel(g: Graph, k: KernelDef, dtypes=DTYPES, max_ops: int | None = Non
     the program size (see :mod:`.chunk`).
     """
     max_ops = chunk_size() if max_ops is None else max_ops
-    consts = array_constants(g, [o.node for o in k.outputs])
+    consts = array_constants(g, k.all_output_nodes())
     cnames = {nid: f"_c{i}" for i, nid in enumerate(consts)}
     const_lines = [f"{const_name(k.name, i)} = {_encode(g.consts[nid])}" for i, nid in enumerate(consts)]
     arg_names = [a.name for a in k.args]
@@ -86,14 +106,14 @@ def emit_kernel(g: Graph, k: KernelDef, dtypes=DTYPES, max_ops: int | None = Non
     # (Numba cannot inline a function of very many arguments: "calling a closure with *args")
     small_scalar_core = (all(a.shape == () for a in k.args) and all(o.shape == () for o in k.outputs)
                          and len(k.args) + len(k.outputs) <= MAX_INLINE_ARGS
-                         and len(g.ancestors([o.node for o in k.outputs])) <= max_ops)
+                         and len(g.ancestors(k.all_output_nodes())) <= max_ops)
     for dtype in dtypes:
         sfx = SUFFIX[dtype]
         widen = dtype == "float32" and k.widen_float32 and not arr_outs and all(a.shape == () for a in k.args)
-        body = print_body(g, k.args, k.outputs, "float64" if widen else dtype, cnames, k.comments,
+        body = print_body(g, k.args, k.outputs_for(dtype), "float64" if widen else dtype, cnames, k.comments,
                           vecmath_inline=small_scalar_core, double_double=dtype == "float64")
         doc = f"{k.doc} ({dtype} core, computed in float64 and rounded once)." if widen else f"{k.doc} ({dtype} core)."
-        if dtype != dtypes[0]:  # the same statements as the first core: its comments are printed once, there
+        if dtype != dtypes[0]:  # the first core's statements (but for regimes decided per dtype): comments there
             body = [line for line in body if not line.lstrip().startswith("#")]
             doc = doc[:-1] + f"; comments in {k.name}_{SUFFIX[dtypes[0]]}."
         parts, body = split_body(body, arg_names + list(cnames.values()) + arr_outs, sca_outs,

@@ -76,6 +76,9 @@ class Tape:
       out_slots: register of each output element, the outputs flattened in order.
       in_shapes / out_shapes: the kernel's argument and output core shapes.
       widen_float32: the float32 kernel computes in float64 and rounds once (scalar cores).
+      float32: the float32 kernel's own tape when its core computes other nodes (a regime split
+        kept in one dtype only, :meth:`symgrad.emit.module.KernelDef.outputs_for`); None: this
+        tape serves both dtypes.
     """
 
     code: np.ndarray
@@ -86,10 +89,29 @@ class Tape:
     in_shapes: tuple
     out_shapes: tuple
     widen_float32: bool = False
+    float32: "Tape | None" = None
 
     @property
     def size(self) -> int:
         return int(self.code.shape[0])
+
+    def for_dtype(self, dtype: str) -> "Tape":
+        """The tape the ``dtype`` kernel runs (``"float64"`` or ``"float32"``)."""
+        return self.float32 if dtype == "float32" and self.float32 is not None else self
+
+
+def kernel_tape(g: Graph, kernel) -> Tape | None:
+    """The tape of ``kernel`` (a :class:`~symgrad.emit.module.KernelDef`): its float64 core's, with
+    the float32 core's own tape attached when the two cores compute different nodes; None if
+    either does not lower (see :func:`build_tape`)."""
+    tape = build_tape(g, kernel.args, kernel.outputs_for("float64"), kernel.widen_float32)
+    if tape is None or "float32" not in kernel.dtype_nodes:
+        return tape
+    tape32 = build_tape(g, kernel.args, kernel.outputs_for("float32"), kernel.widen_float32)
+    if tape32 is None:
+        return None
+    tape.float32 = tape32
+    return tape
 
 
 class _Builder:

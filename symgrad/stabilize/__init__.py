@@ -36,6 +36,7 @@ from .accept import accept
 from .accuracy import bits_of_error_report, ulp_bits
 from .budget import cpu_clock
 from .ddregion import dd_region
+from .dtype_regimes import decide_regimes
 from .numeric import compile_numpy
 from .result import RewriteRecord, StabilizeResult
 from .search import DEFAULT_WORK, Search
@@ -56,7 +57,7 @@ def _summary(bits_before: dict, bits_after: dict) -> dict:
 
 def stabilize(expr: sp.Expr, variables: Sequence[sp.Symbol], *, domain: Mapping | None = None,
               budget_s: float = 2.0, dtypes: Sequence[str] = ("float64", "float32"), seed: int = 0,
-              n_points: int = 256, work: int = DEFAULT_WORK) -> StabilizeResult:
+              n_points: int = 256, work: int = DEFAULT_WORK, widen_float32: bool = True) -> StabilizeResult:
     """Search for a numerically more accurate equivalent of ``expr``.
 
     Args:
@@ -74,9 +75,14 @@ def stabilize(expr: sp.Expr, variables: Sequence[sp.Symbol], *, domain: Mapping 
             dtypes, seed, n_points, work) unless the CPU-time cap is hit
             (``result.timed_out``).
         n_points: sample points per dtype.
+        widen_float32: float32 kernels may compute in float64 and round once (scalar cores);
+            False (array cores): no widening is proposed, and the never-worse check and the
+            per-dtype regime decision score float32 arithmetic.
 
     Returns:
-        :class:`StabilizeResult` with the chosen expression and the applied rewrites.  Where the
+        :class:`StabilizeResult` with the chosen expression and the applied rewrites; a regime
+        split that gains nothing in one dtype is replaced there by a single form
+        (``result.dtype_exprs``, :mod:`.dtype_regimes`).  Where the
         float64 form still exceeds 2 ulps, the expression may mark one subexpression ``dd(u)``:
         evaluated in double-double in float64 kernels (:mod:`.ddregion`; the last-resort
         candidate, its cost in the record; ``$SYMGRAD_DD_REGIONS=0`` turns it off).
@@ -94,27 +100,56 @@ def stabilize(expr: sp.Expr, variables: Sequence[sp.Symbol], *, domain: Mapping 
                                      st.before, st.after))
     summary = _summary(s.orig.bits, best.bits)
     widen = None
-    if "float32" in s.samples and cpu_clock() - t0 < budget_s:  # float32 beyond 2 ulps: use float64
+    if widen_float32 and "float32" in s.samples and cpu_clock() - t0 < budget_s:  # float32 beyond 2 ulps
         widen = widen_record(best.expr, s.vars, s.samples["float32"], best.bits["float32"], expr, domain)
     if widen is not None:
         records.append(widen)
         summary["float32"] = summary["float32"][:2] + widen.bits["float32"][2:]
     form, wide, note = best.expr, widen is not None, None
+    single = best.history[-1].before if best.history and best.history[-1].name == "regime_split" else None
     if records:  # never worse than the formula as written, on fresh and ordinary inputs
-        single = best.history[-1].before if best.history and best.history[-1].name == "regime_split" else None
         form, wide, note = accept(expr, best.expr, wide, s.vars, domain, tuple(dtypes), s.samples, single)
     if note is not None:
         wide = wide and form != expr  # the formula as written is kept as it is
         records, summary = _after_acceptance(expr, best.expr, form, wide, records, s, dtypes)
+    others: dict = {}  # dtype -> its own form (a regime split that gains nothing there)
+    if form != expr and cpu_clock() - t0 < budget_s:
+        form, others, records = _regimes_per_dtype(expr, form, wide, records, summary, s, domain, dtypes, single)
     if "float64" in s.samples and dd_regions_enabled() and cpu_clock() - t0 < budget_s:  # float64 beyond 2 ulps
-        hit = dd_region(form, s.vars, s.samples["float64"], expr, domain, t0 + budget_s)
+        hit = dd_region(others.get("float64", form), s.vars, s.samples["float64"], expr, domain, t0 + budget_s)
         if hit is not None:
-            form, rec = hit
+            if "float64" in others:
+                others["float64"], rec = hit
+            else:
+                form, rec = hit
             at = len(records) - 1 if wide else len(records)  # the float32 widening record stays last
             records = records[:at] + [rec] + records[at:]
             summary["float64"] = rec.bits["float64"]
     return StabilizeResult(form, records, s.exhausted, cpu_clock() - t0,
-                           summary, s.used, s.timed_out, wide, note)
+                           summary, s.used, s.timed_out, wide, note, others)
+
+
+def _regimes_per_dtype(expr, form, wide, records, summary, s, domain, dtypes, single):
+    """``(form, {dtype: other form}, records)`` once each dtype decided whether ``form``'s regime
+    split gains there (:func:`.dtype_regimes.decide_regimes`).  ``form`` stays the split when some
+    dtype keeps it, else it becomes the first dtype's single form; ``summary`` is updated for the
+    dtypes that changed (on the search's sample, as the rest of it)."""
+    forms, extra = decide_regimes(expr, form, wide, s.vars, domain, tuple(dtypes), s.samples, single)
+    if not extra:
+        return form, {}, records
+    if all(f != form for f in forms.values()):  # no dtype keeps the split
+        form = forms["float64"] if "float64" in forms else forms[str(dtypes[0])]
+    others = {dt: f for dt, f in forms.items() if f != form}
+    at = len(records) - 1 if wide else len(records)  # the float32 widening record stays last
+    records = records[:at] + extra + records[at:]
+    for rec in extra:
+        dt = next(iter(rec.bits))
+        if dt == "float32" and wide:
+            continue  # the widening record's float32 bits stand
+        after = s.score(rec.after, ())
+        if after is not None and dt in summary:
+            summary[dt] = _summary(s.orig.bits, after.bits)[dt]
+    return form, others, records
 
 
 def _after_acceptance(expr, chosen, form, wide, records, s, dtypes):

@@ -68,6 +68,10 @@ class StabilizeResult:
             (see :mod:`symgrad.stabilize.widen`); the last record says so.
         acceptance: None when the searched form passed the final never-worse check
             (:mod:`symgrad.stabilize.accept`), else what it repaired or reverted and why.
+        dtype_exprs: ``{dtype name: form}`` for the dtypes whose kernels compute another form
+            than ``expr``: a regime split of ``expr`` that gains nothing in that dtype is
+            replaced there by a single form (:mod:`symgrad.stabilize.dtype_regimes`; a
+            ``regime_not_in_<dtype>`` record says so).  Empty: every dtype computes ``expr``.
     """
     expr: sp.Expr
     records: list
@@ -78,11 +82,17 @@ class StabilizeResult:
     timed_out: bool = False
     widen_float32: bool = False
     acceptance: Optional[str] = None
+    dtype_exprs: dict = field(default_factory=dict, hash=False)
+
+    def form(self, dtype) -> sp.Expr:
+        """The expression the ``dtype`` kernel computes (``expr`` unless ``dtype_exprs`` says otherwise)."""
+        return self.dtype_exprs.get(np.dtype(dtype).name, self.expr)
 
     def evaluate(self, variables, X, dtype):
-        """Values at the rows of ``X`` as the emitted kernel computes them in ``dtype``
-        (float64 then one rounding for float32 when ``widen_float32``)."""
-        return evaluate_result(self.expr, self.widen_float32, variables, X, dtype)
+        """Values at the rows of ``X`` (shape ``(n, len(variables))``) as the emitted kernel
+        computes them in ``dtype`` (its own form, :meth:`form`; float64 then one rounding for
+        float32 when ``widen_float32``); an ``(n,)`` array of ``dtype``."""
+        return evaluate_result(self.form(dtype), self.widen_float32, variables, X, dtype)
 
 
 def evaluate_result(expr: sp.Expr, widen_float32: bool, variables: Sequence[sp.Symbol], X: np.ndarray,

@@ -1,0 +1,141 @@
+"""Regimes decided per dtype: a split stays in a dtype's kernel only where it gains there.
+
+The search scores a regime split on float64 and float32 points together
+(:func:`~.regimes.best_split`, :func:`~.search._worth_a_branch`), so a split can win by what
+it gains in one dtype while it gains nothing in the other: the Rosenbrock gradient's
+three-way split on ``x[1:]`` is worth 0.4 bits in float32 and 0.0 bits in float64.  A branch
+is not free in the kernel: a select on every element, the pieces it needs, and a loop LLVM may
+no longer vectorise.  So once the form is accepted (:mod:`.accept`), each dtype of the kernel
+decides for itself: the split stays in dtype ``d`` when, on the check sample (fresh and
+ordinary points, :func:`~.accept.check_samples`, plus the search's own points) evaluated as the
+``d`` kernel computes it,
+
+* its mean error is at least :data:`~.search.MIN_REGIME_GAIN` bits below the best single
+  form's, or
+* it brings clearly more points within 2 ulps (at least 2, and 5% of the single form's
+  points beyond 2 ulps), or
+* it overflows (NaN/inf where the reference is finite) at fewer points.
+
+Otherwise dtype ``d`` computes the best single form -- the unsplit form the search had before
+the split, or one of the split's exact pieces (series pieces are valid on their interval
+only) -- provided that form also passes the never-worse check (:func:`~.accept.verdict`) in
+``d``.  Only the regime the stabiliser made is decided: a Piecewise whose conditions occur in
+the formula as written (the user's ``np.where``) is semantics, not a regime.
+
+Reference:
+    Panchekha et al. (2015), "Automatically improving accuracy for floating point
+    expressions", PLDI, sec. 4.5 (regimes are kept only where they pay for their branch).
+"""
+from __future__ import annotations
+
+from typing import Mapping, Sequence
+
+import numpy as np
+import sympy as sp
+
+from .accept import _bits, check_samples, verdict
+from .accuracy import MAX_BITS, Sample
+from .budget import StabilizeBudgetExceeded
+from .result import RewriteRecord
+from .regimes import TWO_ULPS
+from .search import MIN_REGIME_GAIN
+
+__all__ = ["decide_regimes", "RECORD_PREFIX"]
+
+RECORD_PREFIX = "regime_not_in_"  # record name: regime_not_in_float64 / regime_not_in_float32
+
+
+def _is_regime(orig: sp.Expr, form: sp.Expr) -> bool:
+    """``form`` is a top-level Piecewise the stabiliser made (no condition of it occurs in ``orig``)."""
+    if not isinstance(form, sp.Piecewise) or form == orig:
+        return False
+    conds = [p.cond for p in form.args if p.cond is not sp.true]
+    return bool(conds) and not any(orig.has(c) for c in conds)
+
+
+def _singles(form: sp.Piecewise, single) -> list:
+    """The one-formula alternatives to the split: the unsplit form, then the exact pieces."""
+    from .transforms import series_source
+
+    out = [single] if single is not None and not isinstance(single, sp.Piecewise) else []
+    for p in form.args:
+        e = p.expr
+        if isinstance(e, sp.Piecewise) or series_source(e) is not None:
+            continue
+        out.append(e)
+    return list(dict.fromkeys(out))
+
+
+def _stats(bits: np.ndarray, dt: str) -> tuple[float, int, int, float]:
+    """(mean bits, points beyond 2 ulps, points that overflow, max bits)."""
+    if not len(bits):
+        return 0.0, 0, 0, 0.0
+    return (float(bits.mean()), int(np.count_nonzero(bits > TWO_ULPS + 1e-9)),
+            int(np.count_nonzero(bits >= MAX_BITS[np.dtype(dt)])), float(bits.max()))
+
+
+def _gains(split, single) -> bool:
+    """Does the split measurably gain over ``single`` (both :func:`_stats` tuples) in one dtype?"""
+    m_split, o_split, n_split, _ = split
+    m_one, o_one, n_one, _ = single
+    return (m_split <= m_one - MIN_REGIME_GAIN or o_one - o_split >= max(2, 0.05 * o_one) or n_split < n_one)
+
+
+def decide_regimes(orig: sp.Expr, form: sp.Expr, widen: bool, variables: Sequence[sp.Symbol],
+                   domain: Mapping | None, dtypes: Sequence[str], seen: dict | None = None, single=None):
+    """Which form each dtype's kernel computes when ``form`` is a regime split.
+
+    Args:
+        orig: the formula as written (the never-worse reference).
+        form: the accepted form; only a top-level Piecewise the stabiliser made is decided.
+        widen: float32 kernels compute in float64 and round once (scored that way).
+        variables: input symbols (ordered).
+        domain: ``{symbol: (lo, hi)}`` or None, as given to :func:`symgrad.stabilize.stabilize`.
+        dtypes: dtype names (``"float64"``, ``"float32"``).
+        seen: ``{dtype: Sample}``, the search's own sample (checked too).
+        single: the best one-formula form before the split, if the search made it.
+
+    Returns:
+        ``({dtype: form}, [RewriteRecord])``: the form of every dtype in ``dtypes`` (``form``
+        itself where the split gains) and one ``regime_not_in_<dtype>`` record per dtype that
+        computes a single form instead (bits: split before, single form after, on the check
+        sample of that dtype).  ``({}, [])`` when ``form`` is not a regime split or every dtype
+        keeps it; also when a form cannot be evaluated (the split is then kept as accepted).
+
+    Raises:
+        StabilizeBudgetExceeded: the program's hard CPU deadline passed (the caller's budget).
+    """
+    if not _is_regime(orig, form):
+        return {}, []
+    alts = _singles(form, single)
+    if not alts:
+        return {}, []
+    try:
+        samples = check_samples(orig, variables, domain, dtypes)
+        if seen:
+            samples = {dt: Sample(s.dtype, np.concatenate([s.X, seen[dt].X]), np.concatenate([s.ref, seen[dt].ref]))
+                       if dt in seen else s for dt, s in samples.items()}
+        forms, records = {}, []
+        for dt in map(str, dtypes):
+            s = samples.get(dt)
+            forms[dt] = form
+            if s is None or not len(s.X):
+                continue
+            here = _stats(_bits(form, widen, variables, s), dt)
+            scored = sorted(((_stats(_bits(a, widen, variables, s), dt), k) for k, a in enumerate(alts)),
+                            key=lambda t: (t[0][2], t[0][1], t[0][0], t[1]))
+            for st, k in scored[:1]:
+                if _gains(here, st):
+                    continue
+                if not verdict(orig, alts[k], widen, variables, {dt: s}).ok:
+                    continue
+                forms[dt] = alts[k]
+                records.append(RewriteRecord(f"{RECORD_PREFIX}{dt}", form, alts[k],
+                                             {dt: (here[0], here[3], st[0], st[3])}, None, form, alts[k]))
+    except StabilizeBudgetExceeded:
+        raise
+    except Exception:  # noqa: BLE001 - a form the evaluators cannot handle: the split stays as accepted
+        return {}, []
+    if not records:
+        return {}, []
+    return forms, records
