@@ -324,14 +324,11 @@ def stabilize_kernel(g: Graph, kernel: KernelDef, budget_s: float | None = None)
                 if mapping or direct else {})
         for out in kernel.outputs:
             out.node = memo.get(direct.get(out.node, out.node), out.node)
-        marked: dict[str, str] = {}  # many intermediates share one note ("not searched ...")
+        marked: dict[str, str] = {}  # node_refs of each distinct line: many intermediates share one note
         for nid, lines in notes.items():
             new = memo.get(nid, nid)
-            if memo:
-                lines = [node_refs(line, memo) for line in lines]
-            else:
-                lines = [marked[line] if line in marked else marked.setdefault(line, node_refs(line))
-                         for line in lines]
+            lines = [marked[line] if line in marked else marked.setdefault(line, node_refs(line, memo))
+                     for line in lines]
             kernel.comments[new] = "\n".join(filter(None, [kernel.comments.get(new), *lines]))
     for dt in list(kernel.dtype_nodes):  # the same nodes as float64's after all: one core
         if kernel.dtype_nodes[dt] == [o.node for o in kernel.outputs]:

@@ -82,6 +82,11 @@ def _opcode_address(name: str, dtype: str) -> int:
     return address
 
 
+def _target_machine(llvm):
+    """This machine's target, codegen level 0, the large code model (object code and linking agree)."""
+    return llvm.Target.from_default_triple().create_target_machine(opt=0, codemodel=_CODE_MODEL)
+
+
 def _object_code(ir: str, key: str) -> bytes:
     """The machine code of ``ir`` (from the disk cache under ``key`` when it is there)."""
     folder = usable_cache_dir()
@@ -94,7 +99,7 @@ def _object_code(ir: str, key: str) -> bytes:
         module = llvm.parse_assembly(ir, context=context)
         try:
             module.verify()
-            machine = llvm.Target.from_default_triple().create_target_machine(opt=0, codemodel=_CODE_MODEL)
+            machine = _target_machine(llvm)
             data = machine.emit_object(module)
         finally:  # the module lives in the context: free it first
             module.close()
@@ -164,7 +169,7 @@ class NativeKernel:
         data = _object_code(ir, cache_key("native", key, self.compute, _CODE_MODEL, ir))
         llvm = _llvm()
         with _LLVM_LOCK:
-            machine = llvm.Target.from_default_triple().create_target_machine(opt=0, codemodel=_CODE_MODEL)
+            machine = _target_machine(llvm)
             self._context = llvm.create_context()  # the engine's (empty) module: not in the global context
             self._engine = llvm.create_mcjit_compiler(llvm.parse_assembly("", context=self._context), machine)
             self._engine.add_object_file(llvm.ObjectFileRef.from_data(data))

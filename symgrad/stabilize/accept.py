@@ -128,7 +128,9 @@ class Verdict:
         return "; ".join(parts)
 
 
-def _bits(expr, widen, variables, s: Sample) -> np.ndarray:
+def kernel_bits(expr, widen, variables, s: Sample) -> np.ndarray:
+    """Bits of error of ``expr`` at the points of ``s`` as the kernel computes it in ``s.dtype``
+    (float32 through float64 when ``widen``); one value per point."""
     if not len(s.X):
         return np.zeros(0)
     with np.errstate(all="ignore"):
@@ -171,8 +173,8 @@ def verdict(orig, chosen, widen, variables, samples: dict) -> Verdict:
     """Compare ``chosen`` (as the kernel computes it) with ``orig`` in each dtype of ``samples``."""
     detail, ok = {}, True
     for dt, s in samples.items():
-        ob = _bits(orig, False, variables, s)
-        cb = _bits(chosen, widen, variables, s)
+        ob = kernel_bits(orig, False, variables, s)
+        cb = kernel_bits(chosen, widen, variables, s)
         if not len(ob):
             continue
         lost = int(np.count_nonzero(_lost(orig, variables, s, ob, cb)))
@@ -186,8 +188,8 @@ def _overflows(orig, chosen, widen, variables, samples: dict) -> tuple[int, int]
     n_o = n_c = 0
     for dt, s in samples.items():
         top = MAX_BITS[np.dtype(dt)]
-        n_o += int(np.count_nonzero(_bits(orig, False, variables, s) >= top))
-        n_c += int(np.count_nonzero(_bits(chosen, widen, variables, s) >= top))
+        n_o += int(np.count_nonzero(kernel_bits(orig, False, variables, s) >= top))
+        n_c += int(np.count_nonzero(kernel_bits(chosen, widen, variables, s) >= top))
     return n_o, n_c
 
 
@@ -214,8 +216,8 @@ def repair_regimes(orig, chosen, widen, variables, samples: dict, single=None):
     pieces = [p.expr for p in chosen.args]
     alts = list(dict.fromkeys([orig] + ([single] if single is not None else []) + pieces))
     idx = {dt: _piece_index(chosen, variables, s.X) for dt, s in samples.items()}
-    ob = {dt: _bits(orig, False, variables, s) for dt, s in samples.items()}
-    alt_bits = [{dt: _bits(a, widen, variables, s) for dt, s in samples.items()} for a in alts]
+    ob = {dt: kernel_bits(orig, False, variables, s) for dt, s in samples.items()}
+    alt_bits = [{dt: kernel_bits(a, widen, variables, s) for dt, s in samples.items()} for a in alts]
     top = {dt: MAX_BITS[np.dtype(dt)] for dt in samples}
     new = list(pieces)
     for k, e in enumerate(pieces):
@@ -247,9 +249,9 @@ def split_with_original(orig, chosen, widen, variables, samples: dict):
     interval (:func:`~.regimes.best_split`, any gain).
     """
     if widen:  # the kernel evaluates every piece the same way; the split is scored that way
-        cands = [(e, {dt: _bits(e, True, variables, s) for dt, s in samples.items()}) for e in (orig, chosen)]
+        cands = [(e, {dt: kernel_bits(e, True, variables, s) for dt, s in samples.items()}) for e in (orig, chosen)]
     else:
-        cands = [(e, {dt: _bits(e, False, variables, s) for dt, s in samples.items()}) for e in (orig, chosen)]
+        cands = [(e, {dt: kernel_bits(e, False, variables, s) for dt, s in samples.items()}) for e in (orig, chosen)]
     try:
         out = best_split(cands, samples, variables, orig, min_gain=0.0)
     except Exception:  # noqa: BLE001 - no split is an answer, not an error

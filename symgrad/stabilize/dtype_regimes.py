@@ -33,7 +33,7 @@ from typing import Mapping, Sequence
 import numpy as np
 import sympy as sp
 
-from .accept import _bits, check_samples, verdict
+from .accept import check_samples, kernel_bits, verdict
 from .accuracy import MAX_BITS, Sample
 from .budget import StabilizeBudgetExceeded
 from .result import RewriteRecord
@@ -121,17 +121,15 @@ def decide_regimes(orig: sp.Expr, form: sp.Expr, widen: bool, variables: Sequenc
             forms[dt] = form
             if s is None or not len(s.X):
                 continue
-            here = _stats(_bits(form, widen, variables, s), dt)
-            scored = sorted(((_stats(_bits(a, widen, variables, s), dt), k) for k, a in enumerate(alts)),
+            here = _stats(kernel_bits(form, widen, variables, s), dt)
+            scored = sorted(((_stats(kernel_bits(a, widen, variables, s), dt), k) for k, a in enumerate(alts)),
                             key=lambda t: (t[0][2], t[0][1], t[0][0], t[1]))
-            for st, k in scored[:1]:
-                if _gains(here, st):
-                    continue
-                if not verdict(orig, alts[k], widen, variables, {dt: s}).ok:
-                    continue
-                forms[dt] = alts[k]
-                records.append(RewriteRecord(f"{RECORD_PREFIX}{dt}", form, alts[k],
-                                             {dt: (here[0], here[3], st[0], st[3])}, None, form, alts[k]))
+            st, k = scored[0]  # the best single form: the split stays unless it fails to gain over it
+            if _gains(here, st) or not verdict(orig, alts[k], widen, variables, {dt: s}).ok:
+                continue
+            forms[dt] = alts[k]
+            records.append(RewriteRecord(f"{RECORD_PREFIX}{dt}", form, alts[k],
+                                         {dt: (here[0], here[3], st[0], st[3])}, None, form, alts[k]))
     except StabilizeBudgetExceeded:
         raise
     except Exception:  # noqa: BLE001 - a form the evaluators cannot handle: the split stays as accepted
