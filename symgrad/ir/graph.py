@@ -78,6 +78,7 @@ class Graph:
     ad_mode: bool = False  # True while a transform builds derivative nodes (see ``derivative_mode``)
     _intern: dict = field(default_factory=dict)
     _fingerprints: dict = field(default_factory=dict)  # tuple(outputs) -> fingerprint (nodes never change)
+    _ancestors: dict = field(default_factory=dict)     # tuple(outputs) -> sorted ancestor ids (the same)
 
     # -- leaves -------------------------------------------------------------
     def input(self, name: str, shape: tuple[int, ...]) -> int:
@@ -214,20 +215,35 @@ class Graph:
     def copy(self) -> "Graph":
         """An independent graph with the same nodes (nodes and constants are immutable: shared)."""
         return Graph(list(self.nodes), dict(self.consts), dict(self.notes), dict(self.lines),
-                     list(self.custom_rules), self.ad_mode, dict(self._intern), dict(self._fingerprints))
+                     list(self.custom_rules), self.ad_mode, dict(self._intern), dict(self._fingerprints),
+                     dict(self._ancestors))
 
     # -- whole-graph utilities ------------------------------------------------
     def ancestors(self, outputs) -> list[int]:
-        """Ids of every node the ``outputs`` depend on (themselves included), sorted."""
+        """Ids of every node the ``outputs`` depend on (themselves included), sorted.
+
+        Remembered per ``outputs`` (a fresh list each call: callers may change it), as
+        :meth:`fingerprint` is: the sub-DAG under given nodes never changes.
+        """
+        key = tuple(o for o in outputs if o is not None)
+        known = self._ancestors.get(key)
+        if known is None:
+            known = self._ancestors[key] = self._ancestors_of(key)
+        return list(known)
+
+    def _ancestors_of(self, roots: tuple[int, ...]) -> tuple[int, ...]:
+        if len(roots) == 1 and not self.nodes[roots[0]].args:
+            return roots
         seen = set()
-        stack = [o for o in outputs if o is not None]
+        stack = list(roots)
+        nodes = self.nodes
         while stack:
             n = stack.pop()
             if n in seen:
                 continue
             seen.add(n)
-            stack.extend(self.nodes[n].args)
-        return sorted(seen)
+            stack.extend(nodes[n].args)
+        return tuple(sorted(seen))
 
     def consumers(self) -> dict[int, list[int]]:
         """Map each node id to the ids of the nodes that use it."""

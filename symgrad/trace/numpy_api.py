@@ -226,6 +226,8 @@ def getitem(ctx: TraceContext, x: Tracer, key):
         raise IndexError(format_error("cannot index a traced scalar", "this argument has core shape () "
                                       "(the default: every argument is a scalar core)",
                                       'give a gufunc signature, e.g. signature="(n)->()"', user_location(3)))
+    if type(key) is int and -x.shape[0] <= key < x.shape[0]:  # x[i] in a Python loop: the common case
+        return ctx.apply("getitem", x, params=((key % x.shape[0],),))
     if is_fancy(key):  # integer arrays and constant boolean masks: a gather
         return fancy_getitem(ctx, x, key)
     return ctx.apply("getitem", x, params=(_norm_index(key, x.shape),))

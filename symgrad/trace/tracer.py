@@ -189,7 +189,14 @@ class TraceContext:
         return out
 
     def apply(self, op: str, *args, params: tuple = ()) -> "Tracer":
-        ids = self.float_operands(op, [to_node(self, a) for a in args])
+        nodes = self.graph.nodes
+        ids, boolean = [], False
+        for a in args:
+            nid = a.id if type(a) is Tracer and a.ctx is self else to_node(self, a)
+            boolean = boolean or nodes[nid].kind == "b"
+            ids.append(nid)
+        if boolean:
+            ids = self.float_operands(op, ids)
         try:
             nid = self.graph.apply(op, *ids, params=params)
             if nid not in self.graph.lines:  # for "# line N: ..." comments in generated code

@@ -57,9 +57,11 @@ def _vjp_nodes(g: Graph, outputs: list[int], cotangents: list[int | None], wrt: 
     for o, c in zip(outputs, cotangents):
         if c is not None and o in active:
             accumulate(o, c)
+    one = g.const(1.0)  # a partial equal to 1 (add, sub) passes the cotangent on as it is
+    nodes = g.nodes
     for nid in reversed(needed):
         ct = adj.get(nid)
-        node = g[nid]
+        node = nodes[nid]
         if ct is None or node.op == "input":
             continue
         op = REGISTRY[node.op]
@@ -70,7 +72,9 @@ def _vjp_nodes(g: Graph, outputs: list[int], cotangents: list[int | None], wrt: 
             partials = op.partials(E(g, nid), *[E(g, a) for a in node.args])
             for k, (a, p) in enumerate(zip(node.args, partials)):
                 if p is not None and a in active:
-                    sent.append((k, a, unbroadcast(g, g.apply("mul", ct, p.id), g.shape(a), nb), p.id))
+                    pid = p.id
+                    c = ct if pid == one and not nb else g.apply("mul", ct, pid)
+                    sent.append((k, a, unbroadcast(g, c, nodes[a].shape, nb), pid))
         else:
             for k, (a, c) in enumerate(zip(node.args, op.vjp(g, node, ct, nb))):
                 if c is not None and a in active:

@@ -123,7 +123,10 @@ register(OpDef(
 # -- indexing -----------------------------------------------------------------------------
 
 def _infer_getitem(nodes, params):
-    probe = np.empty(nodes[0].shape, dtype=np.int8)[index_to_python(params[0])]
+    index, shape = params[0], nodes[0].shape
+    if len(index) <= len(shape) and all(type(i) is int for i in index):  # x[i, j]: the common case
+        return tuple(shape[len(index):]), "f"
+    probe = np.empty(shape, dtype=np.int8)[index_to_python(index)]
     return tuple(np.shape(probe)), "f"
 
 
