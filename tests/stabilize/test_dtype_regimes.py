@@ -152,7 +152,7 @@ def test_widened_float32_core_with_its_own_regimes_is_bit_identical_on_every_tie
     monkeypatch.setenv("SYMGRAD_CACHE_DIR", str(tmp_path))
     p = trace_program(planck, (0.5,), [()])
     kd = build_kernel(p, "grad", [0]).kernel
-    stabilize_kernel(p.graph, kd, 2.0)
+    stabilize_kernel(p.graph, kd, 6.0)  # room to finish on a loaded machine (CPU time grows under contention)
     assert kd.widen_float32 and set(kd.dtype_nodes) == {"float32"}
     assert [r.name for _, r in kd.rewrites if r.name.startswith("regime_not_in")] == ["regime_not_in_float32"]
     tape = kernel_tape(p.graph, kd)
