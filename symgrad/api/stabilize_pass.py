@@ -28,6 +28,10 @@ from ..stabilize.budget import StabilizeBudgetExceeded, cpu_clock, hard_deadline
 MAX_REGION_NODES = 60
 DEFAULT_BUDGET_S = float(os.environ.get("SYMGRAD_STABILIZE_BUDGET", "1.0"))  # CPU seconds per program
 ACCURATE_MEAN_BITS = 1.5  # regions this accurate on average, and within 2 ulps everywhere probed, are not searched
+# A region's search may use at most the remaining budget over this many (or over the regions left
+# to search, if fewer): one expensive region cannot starve the rest (the 24-input regions of a
+# scalar-loop MLP take ~0.3 s each uncut), and a program with one losing region gets it all.
+SHARE_OF_REGIONS = 4
 
 
 def _region_size(g: Graph, root: int, limit: int) -> int:
@@ -240,8 +244,12 @@ def stabilize_kernel(g: Graph, kernel: KernelDef, budget_s: float | None = None)
     The whole kernel gets one budget of ``budget_s`` CPU seconds (default
     ``$SYMGRAD_STABILIZE_BUDGET``, else 1 s), sampling and references included: a cheap
     triage (:func:`symgrad.stabilize.triage.triage`, one small sample shared by every
-    region) picks the regions that lose accuracy, and those are searched worst first; with
-    budget left, the other regions get the finer per-region probe
+    region) picks the regions that lose accuracy, and those are searched worst first (largest mean
+    error, then largest max), on the triage's own points and references, and checked on one
+    shared set of fresh points (:meth:`symgrad.stabilize.triage.TriageResult.check_samples`); each
+    region gets at most the remaining budget over ``SHARE_OF_REGIONS`` (or over the losing regions
+    left, if fewer).  With budget left, the other regions get the finer
+    per-region probe
     (:func:`symgrad.stabilize.needs_search`) and a search if it finds error.  The CPU time
     spent is stored in ``kernel.stabilize_cpu_s`` (not in the header lines, which go into
     the generated source and stay deterministic; the first one summarises triage and
@@ -278,7 +286,8 @@ def stabilize_kernel(g: Graph, kernel: KernelDef, budget_s: float | None = None)
         order = list(range(len(cands)))
         if tri is not None:  # losing regions worst first, then the others get the finer probe
             flagged = sum(tri.needs_search)
-            order.sort(key=lambda i: (not tri.needs_search[i], -tri.mean_bits[i]))
+            order.sort(key=lambda i: (not tri.needs_search[i], -tri.mean_bits[i], -tri.max_bits[i]))
+        left = flagged if tri is not None else len(order)  # regions still to search (for the share)
         for rank, i in enumerate(order):
             root, name, expr, leaves = cands[i]
             variables = sorted(leaves, key=lambda s: s.name)
@@ -289,8 +298,12 @@ def stabilize_kernel(g: Graph, kernel: KernelDef, budget_s: float | None = None)
                 if (tri is None or not tri.needs_search[i]) and not _needs_search(expr, variables):
                     _use_canonical(g, root, name, expr, leaves, header, mapping)
                     continue
-                res = stabilize(expr, variables, budget_s=deadline - cpu_clock(),
-                                widen_float32=root in names and _scalar_cores(kernel))
+                share = (deadline - cpu_clock()) / max(1, min(left, SHARE_OF_REGIONS))
+                left -= 1
+                res = stabilize(expr, variables, budget_s=share,
+                                widen_float32=root in names and _scalar_cores(kernel),
+                                samples=tri.samples(i) if tri is not None else None,
+                                check=(lambda i=i: tri.check_samples(i)) if tri is not None else None)
                 if cpu_clock() > deadline:  # a step inside may have skipped work at the deadline
                     raise StabilizeBudgetExceeded(name)
             except NotImplementedError as exc:  # an op the error model cannot sample: keep the derived form
