@@ -57,7 +57,8 @@ np.seterr(all="ignore")
 
 ALL_PEERS = ["symgrad", "jax", "pytensor", "casadi", "autograd", "sympy", "numba"]
 PEER_LABEL = {"symgrad": "symgrad", "jax": "JAX jit", "pytensor": "PyTensor", "casadi": "CasADi SX",
-              "autograd": "autograd", "sympy": "SymPy lambdify (naive)", "numba": "hand-written numba.njit"}
+              "autograd": "autograd", "sympy": "SymPy lambdify (naive)", "numba": "hand-written numba.njit",
+              "numpy": "NumPy, stable forms"}
 DIST = {"symgrad": None, "jax": "jax", "pytensor": "pytensor", "casadi": "casadi", "autograd": "autograd",
         "sympy": "sympy", "numba": "numba"}
 HAND = {"numba", "scipy"}  # hand-written baselines, not "peers" for the best-peer ratios
@@ -254,6 +255,12 @@ def _elementwise_impls(have: dict, dtype, n: int) -> dict:
             return sympy.lambdify(x, sympy.diff(e, x) if deriv else e, "numpy")
         impls["sympy"] = (lambda: sy_build(False), lambda: sy_build(True), None, None,
                           "`sympy.lambdify(x, sympy.diff(log(1 + exp(x)), x), 'numpy')`")
+    # NumPy's own ufuncs on the stable forms a careful user writes (the best peer of issue 19's
+    # table): array expressions, no compilation
+    impls["numpy"] = (lambda: (lambda x: np.maximum(x, 0) + np.log1p(np.exp(-np.abs(x)))),
+                      lambda: (lambda x: 1 / (1 + np.exp(-x))), None, None,
+                      "stable forms written with NumPy ufuncs: `np.maximum(x, 0) + np.log1p(np.exp(-np.abs(x)))`, "
+                      "`1 / (1 + np.exp(-x))`")
     if "numba" in have:
         import numba
 
@@ -372,22 +379,29 @@ def bench_elementwise(have: dict, quick: bool, checks: Checks) -> tuple[str, dic
                          fmt_err(i["df"]["relerr"]), fmt_err(i["f"]["relerr"]),
                          _extreme_note(i["df"]), _extreme_note(i["f"])])
             res.setdefault(dname, {})[peer] = {"time_df": t_df[peer], "time_f": t_f[peer], **i}
-        best_df = _best(t_df, "med")
-        best_f = _best(t_f, "med")
+        # issue 19: the best peer *that returns finite, correct values* (on the sample and at the
+        # extreme points); the fastest one regardless is shown too
+        correct = {kind: {p for p in impls if info[p][kind]["relerr"] <= (tol if kind == "df" else 1e3 * tol)
+                          and not info[p][kind]["nonfinite_at"] and not info[p][kind]["inaccurate_at"]}
+                   for kind in ("f", "df")}
+        best_df = _best({p: v for p, v in t_df.items() if p in correct["df"]}, "med")
+        best_f = _best({p: v for p, v in t_f.items() if p in correct["f"]}, "med")
+        fastest_df, fastest_f = _best(t_df, "med"), _best(t_f, "med")
         res[dname]["best_peer_df"], res[dname]["best_peer_f"] = best_df, best_f
         md += [f"#### {dname}\n",
                table(["system", "d/dx median", "ns/elem", "d/dx vs symgrad", "f median", "f vs symgrad",
                       "CPU/wall (d/dx)", "build d/dx / f (first call)", "d/dx max rel. err U(-20,20)",
                       "f max rel. err", "d/dx at extremes", "f at extremes"], rows), ""]
-        if sgd and best_df:
-            line = f"- {dname} d/dx: symgrad / best peer ({PEER_LABEL[best_df]}) = **{sgd / t_df[best_df]['med']:.2f}x**"
-            if "numba" in t_df:
-                line += f"; symgrad / hand-written numba = **{sgd / t_df['numba']['med']:.2f}x**"
-            md.append(line)
-        if sgf and best_f:
-            line = f"- {dname} f: symgrad / best peer ({PEER_LABEL[best_f]}) = {sgf / t_f[best_f]['med']:.2f}x"
-            if "numba" in t_f:
-                line += f"; symgrad / hand-written numba = {sgf / t_f['numba']['med']:.2f}x"
+        for what, sgt, tk, best, fastest in (("d/dx", sgd, t_df, best_df, fastest_df), ("f", sgf, t_f, best_f, fastest_f)):
+            if not (sgt and best):
+                continue
+            line = f"- {dname} {what}: symgrad / best peer with finite, correct values ({PEER_LABEL[best]}) = " \
+                   f"**{sgt / tk[best]['med']:.2f}x**"
+            if fastest and fastest != best:
+                line += f"; symgrad / fastest peer, NaN or wrong at the checked points ({PEER_LABEL[fastest]}) = " \
+                        f"{sgt / tk[fastest]['med']:.2f}x"
+            if "numba" in tk:
+                line += f"; symgrad / hand-written numba = **{sgt / tk['numba']['med']:.2f}x**"
             md.append(line)
         md.append("")
         res[dname]["_notes"] = {p: info[p]["note"] for p in impls}
@@ -1278,6 +1292,10 @@ def targets(res: dict) -> tuple[str, list]:
                     detail=f"best peer {PEER_LABEL[bp]}")
             if sg_t and "numba" in r:
                 add("elementwise d/dx", f"{dn}: symgrad / hand numba ≤ 1.1", sg_t / r["numba"]["time_df"]["med"], 1.1)
+            sg_f, bf = r.get("symgrad", {}).get("time_f", {}).get("med"), r.get("best_peer_f")
+            if sg_f and bf:
+                add("elementwise f", f"{dn}: symgrad / best peer ≤ 0.8 (issue 19)", sg_f / r[bf]["time_f"]["med"], 0.8,
+                    detail=f"best peer {PEER_LABEL[bf]}")
     ro = res.get("rosenbrock")
     if ro:
         for key, v in ro.items():
@@ -1323,8 +1341,10 @@ def targets(res: dict) -> tuple[str, list]:
                 detail="symgrad timed out: lower bound" if sgu["lower_bound"] else "")
     md = ["### Targets (issue 7)\n",
           "Ratios from this run (medians; < 1 means symgrad is faster). *Best peer* = the fastest of JAX, PyTensor, "
-          "CasADi, autograd and SymPy (hand-written Numba/SciPy excluded). Build targets use the cold-process build "
-          "at the largest MLP size.\n",
+          "CasADi, autograd and SymPy (hand-written Numba/SciPy excluded); in the elementwise rows, the fastest "
+          "system other than symgrad and hand-written Numba whose values are finite and correct on the sample and "
+          "at the extreme points (issue 19), NumPy's stable forms included. Build targets use the cold-process "
+          "build at the largest MLP size.\n",
           table(["area", "target", "ratio", "status", "by how much"], rows), ""]
     return "\n".join(md), out
 

@@ -15,7 +15,8 @@ from .errors import (ArgumentError, CacheWarning, DTypeError, RuleError, ShapeEr
 
 __all__ = [
     "__version__",
-    "jit", "grad", "value_and_grad", "vjp", "jvp", "jacobian", "hessian", "hvp", "trace", "Traced",
+    "jit", "grad", "value_and_grad", "vjp", "jvp", "jacobian", "jacfwd", "jacrev", "hessian", "hvp", "trace",
+    "Traced",
     "custom_gradient", "stop_gradient", "Variable",
     "GradientTape", "ForwardAccumulator", "EagerTensor", "constant", "convert_to_tensor",
     "explain", "Explanation",
@@ -76,7 +77,7 @@ def _import_api():
     from .api.eager import EagerTensor, constant, convert_to_tensor
     from .api.explain import explain
     from .api.explanation import Explanation
-    from .api.functions import grad, hessian, hvp, jacobian, jit, jvp, value_and_grad, vjp
+    from .api.functions import grad, hessian, hvp, jacfwd, jacobian, jacrev, jit, jvp, value_and_grad, vjp
     from .api.sparse import hessian_sparsity, jacobian_sparsity
     from .api.tape import GradientTape
     from .api.traced import Traced, trace

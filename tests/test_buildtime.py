@@ -147,3 +147,41 @@ def test_scatter_assignments_keep_the_sum_of_zeros_bits_and_zero_the_rest():
     core = g.source(x)
     core = core[core.index("def loss_grad_f64("):core.index("def loss_grad_f64_batch")]
     assert "+= " not in core and core.count(" + 0.0\n") == 3 and "x_bar[_i0] = 0.0" in core
+
+
+def _gmm_loglik(theta, xs=tuple(np.concatenate([np.random.default_rng(1).normal(-2, 0.5, 20),
+                                                   np.random.default_rng(2).normal(1.5, 1.0, 20)]))):
+    """Log-likelihood of 40 points under 3 Gaussians, scalar loops (benchmarks/bench_buildtime.py)."""
+    lw = [theta[k] for k in range(3)]
+    m = np.logaddexp(np.logaddexp(lw[0], lw[1]), lw[2])
+    total = 0.0
+    for x in xs:
+        acc = None
+        for k in range(3):
+            z = (x - theta[3 + k]) * np.exp(-theta[6 + k])
+            term = lw[k] - m - theta[6 + k] - 0.5 * z * z - 0.9189385332046727
+            acc = term if acc is None else np.logaddexp(acc, term)
+        total = total + acc
+    return total
+
+
+def test_mixture_hessian_with_a_double_double_region_answers_from_the_interpreter():
+    """The Gaussian-mixture Hessian (issue 15, point 6): its stabiliser makes a cancelling sum a
+    double-double region; the tape runs it (symgrad.emit.tape_dd), so the first result comes from
+    the interpreter instead of waiting a minute for Numba.  Values: the same as stabilize=False
+    to 1e-9 and central differences of the exact gradient to 1e-6."""
+    theta = np.array([0.1, -0.2, 0.3, -2.0, 0.0, 1.5, -0.5, 0.0, 0.2])
+    h = sg.hessian(_gmm_loglik, signature="(n)->()", tiered=True)
+    got = h(theta)
+    entry = next(iter(h.compiled._entries.values()))
+    assert entry.tier in ("interpreter", "native")  # never the Numba module before the first result
+    names = [r.name for _, r in sg.trace(_gmm_loglik, theta, signature="(n)->()").rewrites("hessian")]
+    assert "double_double" in names, names
+    plain = sg.hessian(_gmm_loglik, signature="(n)->()", stabilize=False)(theta)
+    np.testing.assert_allclose(got, plain, rtol=1e-9, atol=1e-9)
+    g = sg.grad(_gmm_loglik, signature="(n)->()")
+    eps = 1e-6
+    fd = np.array([(g(theta + eps * e) - g(theta - eps * e)) / (2 * eps) for e in np.eye(9)])
+    np.testing.assert_allclose(got, fd, rtol=1e-6, atol=1e-6)
+    h.wait_compiled()
+    np.testing.assert_array_equal(h(theta), got)  # the native tier's bits

@@ -53,7 +53,8 @@ def _both_tiers(program, stabilize: bool):
         stabilize_kernel(p.graph, kd, 0.25)
     tape = kernel_tape(p.graph, kd)
     if tape is None and any(p.graph[n].op == DD_REGION for n in p.graph.ancestors([o.node for o in kd.outputs])):
-        pytest.skip("the stabiliser chose a double-double region: no opcode, the program waits for Numba")
+        pytest.skip("the stabiliser chose a double-double region with an elementary function: no tape, "
+                    "the program waits for Numba")
     assert tape is not None, "every op the generator draws has a tape lowering"
     key = cache_key(p.fingerprint(), "tier-test", stabilize)
     module = load_module(kd.name, key, emit_module(p.graph, [kd], ["tier test"]))
@@ -130,8 +131,8 @@ def _all_ops_program(x, y, n):
     return tuple(out)
 
 
-# (a double-double region is not a user op: it has a program parameter and no opcode; the
-# interpreter refuses it, tests/stabilize/test_ddregion.py::test_interpreter_tier_refuses_a_region)
+# (a double-double region is not a user op: it has a program parameter and no opcode; the tape
+# expands it, test_double_double_regions_run_on_the_tape_bit_identical below)
 ELEMENTWISE = sorted(n for n, op in REGISTRY.items()
                      if op.elementwise and op.domain and "bool" not in op.domain and n != DD_REGION
                      and not (op.nondiff and (op.infix or n.startswith("logical_"))))
@@ -180,6 +181,59 @@ def _every_elementwise_op_bit_identical():
                 bad = ~(np.isnan(w) & np.isnan(g) | ((w == g) & (np.signbit(w) == np.signbit(g))))
                 assert not bad.any(), (f"{name} {dtype} at x={xs[0][bad][:3]}, y={xs[1][bad][:3]}: compiled "
                                        f"{w[bad][:3]} {tier} {g[bad][:3]}")
+
+
+def test_double_double_regions_run_on_the_tape_bit_identical():
+    """Double-double regions of arithmetic (sums that cancel, products, quotients, integer powers,
+    constants with a low part) lower to tape instructions that repeat symgrad.ir.ddmath operation
+    by operation: the interpreter and native tiers give the helper's float64 bits, and the float32
+    tape the plain formula the float32 kernel prints; special values and the splitting limit
+    (|a| > 2^996) included.  A region with an elementary function still has no tape."""
+    import sympy as sp
+
+    from symgrad.ir.from_sympy import from_sympy
+    from symgrad.ir.graph import Graph
+    from symgrad.ir.sympy_funcs import dd
+
+    a, b, c = sp.symbols("a b c", real=True)
+    regions = [a + b + c - a * b, a * b - c * c + sp.Rational(1, 3), (a - b) / (c + 2) - a / 3,
+               (a + b) ** 3 - c ** -2, -(a * a) + b ** 2 * c, a / b + b / a - 2]
+    g = Graph()
+    leaves = {s: g.input(s.name, ()) for s in (a, b, c)}
+    outs = [KernelIO(f"r{k}", from_sympy(g, dd(u), leaves), ()) for k, u in enumerate(regions)]
+    assert all(g[o.node].op == DD_REGION for o in outs)
+    ins = [KernelIO(s.name, leaves[s], ()) for s in (a, b, c)]
+    kd = KernelDef("tier_dd", "tier test: double-double regions", ins, outs)
+    tape = kernel_tape(g, kd)
+    assert tape is not None and tape.double_double and tape.float32 is not None
+    key = cache_key(g.fingerprint([o.node for o in outs]), "tier-dd-test")
+    module = load_module(kd.name, key, emit_module(g, [kd], ["t"]))
+    rng = np.random.default_rng(5)
+    base = np.concatenate([_SPECIAL, [6.7e299, -6.7e299, 1e308], rng.uniform(-3, 3, 20)])
+    grid = np.meshgrid(base, rng.permutation(base), rng.permutation(base))
+    cols = [v.ravel() for v in grid]
+    near = rng.uniform(-2, 2, 200)  # cancelling points: b close to a, c close to -(a + b - a b)
+    cols = [np.concatenate([cols[0], near]), np.concatenate([cols[1], near * (1 + 1e-12)]),
+            np.concatenate([cols[2], -(near + near * (1 + 1e-12) - near * near * (1 + 1e-12))])]
+    specs = {"interpreter": tape_spec(kd.name, tape), "native": native_spec(kd.name, tape, key)}
+    for dtype in ("float64", "float32"):
+        with np.errstate(all="ignore"):
+            xs = [col.astype(dtype) for col in cols]
+            want = getattr(module, kd.name)(*xs)
+            for tier, spec in specs.items():
+                got = gufunc_call(spec, tuple(xs))
+                for k, (w, gv) in enumerate(zip(want, got)):
+                    assert _same_bits(w, gv), (f"region {regions[k]} {dtype} {tier}: compiled {w[:3]} "
+                                               f"tape {gv[:3]}")
+    with np.errstate(all="ignore"):  # and the double-double values are the accurate ones
+        from symgrad.ir.ddprogram import run
+        r0 = module.tier_dd(*[col[-200:] for col in cols])[0]
+        program = g[outs[0].node].params[0]
+        np.testing.assert_array_equal(r0, [run(program, *p) for p in zip(*[col[-200:] for col in cols])])
+    x = sp.Symbol("x", real=True)
+    xi = g.input("x", ())
+    with_exp = from_sympy(g, dd(x + sp.exp(x) + 1), {x: xi})
+    assert build_tape(g, [KernelIO("x", xi, ())], [KernelIO("out", with_exp, ())]) is None
 
 
 def test_public_api_answers_from_the_interpreter_then_native_code_then_the_module():

@@ -87,22 +87,27 @@ def jit(fun, signature: str | None = None, *, stabilize: bool = True, parallel: 
     return Compiled(fun, "jit", signature, stabilize=stabilize, parallel=parallel, tiered=tiered).public
 
 
-def grad(fun, argnums=0, signature: str | None = None, *, stabilize: bool = True,
+def grad(fun, argnums=0, signature: str | None = None, *, has_aux: bool = False, stabilize: bool = True,
          parallel: bool = False, tiered: bool | None = None):
     """Gradient of a function with one scalar core output.
 
     Args:
-      fun: function whose (only) output has core shape ``()``.
+      fun: function whose (only) output has core shape ``()``; with ``has_aux=True``, a function
+        returning a pair ``(output, aux)``: ``output`` is differentiated, ``aux`` (any pytree of
+        arrays: predictions, metrics) is computed by the same kernel and returned as it is.
       argnums: int, or tuple of ints (then a tuple of gradients is returned).
       signature: gufunc signature; None: for an elementwise ``fun``, ``grad(f)(x)`` on an array
         returns the elementwise derivatives; for any other ``fun`` (``np.sum(x) ** 2``), the
         gradient of the scalar output with respect to the whole array, as ``jax.grad``.
+      has_aux: as ``jax.grad``'s: the result is ``(gradient, aux)``.
       stabilize, parallel, tiered: as for :func:`jit`.
     Returns:
-      Callable returning d out / d x with the shape of x (batch + core); units of out / x.
+      Callable returning d out / d x with the shape of x (batch + core); units of out / x;
+      ``(d out / d x, aux)`` with ``has_aux=True``.
     Raises:
       SignatureError: the output is not a scalar core (use ``jacobian``).
-      TypeError / ValueError: argnums is not an int/tuple of ints, or out of range.
+      TypeError / ValueError: argnums is not an int/tuple of ints, or out of range; with
+        ``has_aux=True``, ``fun`` does not return a pair.
 
     Reference: reverse accumulation, Griewank & Walther, *Evaluating Derivatives* (2008), ch. 3.
 
@@ -110,13 +115,16 @@ def grad(fun, argnums=0, signature: str | None = None, *, stabilize: bool = True
     >>> float(symgrad.grad(lambda x: x ** 3.5)(1.1))
     4.44170547...
     """
-    return Compiled(fun, "grad", signature, argnums, stabilize, parallel, tiered).public
+    kind = "grad_with_aux" if has_aux else "grad"
+    return Compiled(fun, kind, signature, argnums, stabilize, parallel, tiered).public
 
 
-def value_and_grad(fun, argnums=0, signature: str | None = None, *, stabilize: bool = True,
-                   parallel: bool = False, tiered: bool | None = None):
-    """Like :func:`grad` but returns ``(value, gradient)``, both from one compiled pass."""
-    return Compiled(fun, "value_and_grad", signature, argnums, stabilize, parallel, tiered).public
+def value_and_grad(fun, argnums=0, signature: str | None = None, *, has_aux: bool = False,
+                   stabilize: bool = True, parallel: bool = False, tiered: bool | None = None):
+    """Like :func:`grad` but returns ``(value, gradient)``, both from one compiled pass;
+    ``((value, aux), gradient)`` with ``has_aux=True`` (as ``jax.value_and_grad``)."""
+    kind = "value_and_grad_with_aux" if has_aux else "value_and_grad"
+    return Compiled(fun, kind, signature, argnums, stabilize, parallel, tiered).public
 
 
 def jacobian(fun, argnums=0, signature: str | None = None, *, stabilize: bool = True, sparse: bool = False,
@@ -140,6 +148,19 @@ def jacobian(fun, argnums=0, signature: str | None = None, *, stabilize: bool = 
 
         return SparseJacobian(fun, argnums, signature, stabilize=stabilize, format=format, method=method)
     return Compiled(fun, "jacobian", signature, argnums, stabilize, tiered=tiered).public
+
+
+def jacfwd(fun, argnums=0, signature: str | None = None, **options):
+    """``jax.jacfwd``'s name for :func:`jacobian` (same arguments and result).
+
+    symgrad builds the Jacobian symbolically and picks forward or reverse accumulation by the
+    input and output sizes, so ``jacfwd`` and ``jacrev`` are the same transformation."""
+    return jacobian(fun, argnums, signature, **options)
+
+
+def jacrev(fun, argnums=0, signature: str | None = None, **options):
+    """``jax.jacrev``'s name for :func:`jacobian` (see :func:`jacfwd`)."""
+    return jacobian(fun, argnums, signature, **options)
 
 
 def hessian(fun, argnums=0, signature: str | None = None, *, stabilize: bool = True, sparse: bool = False,

@@ -7,6 +7,8 @@ kind           kernel inputs                               kernel outputs
 jit            primals                                     outputs
 grad           primals                                     x_bar for the argnums leaves
 value_and_grad primals                                     output, then x_bar
+grad_with_aux  primals                                     x_bar, then the aux leaves (has_aux=True)
+value_and_grad_with_aux  primals                           output, x_bar, then the aux leaves
 vjp            primals, out_bar per output                 x_bar for every primal leaf
 jvp            primals, x_dot per primal leaf              outputs, then out_dot
 jacobian       primals                                     d_out_d_x per (output, argnums leaf)
@@ -31,7 +33,7 @@ from ..transforms import hessian_nodes, hvp_nodes, jacobian_nodes, jvp_nodes, vj
 from ..transforms.higher import gradient_nodes
 
 __all__ = ["Transformation", "TRANSFORMATIONS", "KINDS", "KernelPlan", "Assembly", "scalar_output",
-           "transformation"]
+           "aux_output", "transformation"]
 
 
 def scalar_output(p: TracedProgram, kind: str) -> int:
@@ -141,13 +143,40 @@ def _build_jit(k: KernelPlan) -> str:
     return f"{p.name}({', '.join(p.arg_names)})"
 
 
-def _build_grad(k: KernelPlan, with_value: bool = False) -> str:
-    g, y = k.p.graph, scalar_output(k.p, "value_and_grad" if with_value else "grad")
+def aux_output(p: TracedProgram, kind: str) -> int:
+    """The scalar-core output of a function returning ``(output, aux)`` (``has_aux=True``, as JAX).
+
+    Raises:
+      TypeError: the function does not return a pair whose first item is one array.
+      SignatureError: that item is not a scalar core.
+    """
+    tree = p.out_tree
+    if tree.kind not in ("tuple", "list") or len(tree.children) != 2 or tree.children[0].kind != "leaf":
+        raise TypeError(format_error(
+            f"{kind} with has_aux=True needs {p.name} to return a pair (output, aux)",
+            "the first item is differentiated, the second (any pytree of arrays) is returned as it is",
+            "return (loss, aux), e.g. return loss, {'predictions': y}"))
+    y = p.outputs[0]
+    if p.graph.shape(y) != ():
+        raise SignatureError(format_error(
+            f"{kind} needs the first item {p.name} returns to have a scalar core; it has core shape "
+            f"{p.graph.shape(y)}", "a gradient is defined for a real-valued (scalar) function",
+            "reduce it (np.sum), or use symgrad.jacobian / symgrad.vjp for vector outputs"))
+    return y
+
+
+def _build_grad(k: KernelPlan, with_value: bool = False, aux: bool = False) -> str:
+    kind = ("value_and_grad" if with_value else "grad") + (" (has_aux)" if aux else "")
+    g = k.p.graph
+    y = aux_output(k.p, kind) if aux else scalar_output(k.p, kind)
     if with_value:
         k.out(k.onames[0], y, ())
     for n, gid, x in zip(k.xnames, gradient_nodes(g, y, k.xs), k.xs):
         k.out(k.fresh(f"{n}_bar"), gid, g.shape(x))
-    return f"Gradient of {k.p.name} w.r.t. ({', '.join(k.xnames)})"
+    if aux:
+        for n, o in zip(k.onames[1:], k.p.outputs[1:]):
+            k.out(k.fresh(f"aux_{n}"), o, g.shape(o))
+    return f"Gradient of {k.p.name} w.r.t. ({', '.join(k.xnames)})" + (", and its aux outputs" if aux else "")
 
 
 def _build_vjp(k: KernelPlan) -> str:
@@ -209,6 +238,15 @@ def _build_hvp(k: KernelPlan) -> str:
 
 # -- assembly ----------------------------------------------------------------------------------
 
+def _assemble_grad_aux(a: Assembly, flat, with_value: bool):
+    """``(grads, aux)``, or ``((value, aux), grads)`` with the value (``jax.value_and_grad``)."""
+    vals = a.flat(flat, int(with_value) + len(a.wrt) + a.n_out - 1)
+    head = 1 if with_value else 0
+    grads = a.per_arg(vals[head:head + len(a.wrt)])
+    aux = tree_unflatten(a.p.out_tree.children[1], vals[head + len(a.wrt):])
+    return ((vals[0], aux), grads) if with_value else (grads, aux)
+
+
 def _assemble_jacobian(a: Assembly, flat):
     vals, w = a.flat(flat, a.n_out * len(a.wrt)), len(a.wrt)
     return tree_unflatten(a.p.out_tree, [a.per_arg(vals[i * w:(i + 1) * w]) for i in range(a.n_out)])
@@ -234,6 +272,10 @@ TRANSFORMATIONS: dict[str, Transformation] = {t.kind: t for t in (
                    identity=lambda a: a.leaf_args() and (a.single or len(a.nums) > 1)),
     Transformation("value_and_grad", False, lambda k: _build_grad(k, with_value=True),
                    assemble=lambda a, flat: (flat[0], a.per_arg(list(flat[1:])))),
+    Transformation("grad_with_aux", False, lambda k: _build_grad(k, aux=True),
+                   assemble=lambda a, flat: _assemble_grad_aux(a, flat, with_value=False)),
+    Transformation("value_and_grad_with_aux", False, lambda k: _build_grad(k, with_value=True, aux=True),
+                   assemble=lambda a, flat: _assemble_grad_aux(a, flat, with_value=True)),
     Transformation("vjp", True, _build_vjp),
     Transformation("jvp", True, _build_jvp),
     Transformation("jacobian", False, _build_jacobian, assemble=_assemble_jacobian,

@@ -31,8 +31,9 @@ import numpy as np
 
 from ..ir.graph import Graph
 from ..ir.ops import REGISTRY
-from ..ir.ddprogram import OP_NAME as DD_REGION
+from ..ir.ddprogram import BINARY as DD_BINARY, OP_NAME as DD_REGION
 from ..ir.rules.structural import index_to_python, parse_spec
+from . import tape_dd
 
 # Exponents (and bases) for which LLVM rewrites pow with a literal constant operand (pow(x, 2.0)
 # becomes x * x, pow(x, 0.5) a square root): the interpreter has one opcode per such literal, so
@@ -77,8 +78,9 @@ class Tape:
       in_shapes / out_shapes: the kernel's argument and output core shapes.
       widen_float32: the float32 kernel computes in float64 and rounds once (scalar cores).
       float32: the float32 kernel's own tape when its core computes other nodes (a regime split
-        kept in one dtype only, :meth:`symgrad.emit.module.KernelDef.outputs_for`); None: this
-        tape serves both dtypes.
+        kept in one dtype only, :meth:`symgrad.emit.module.KernelDef.outputs_for`) or prints a
+        double-double region as its plain formula; None: this tape serves both dtypes.
+      double_double: the tape runs a double-double region in double-double (float64 kernels).
     """
 
     code: np.ndarray
@@ -90,6 +92,7 @@ class Tape:
     out_shapes: tuple
     widen_float32: bool = False
     float32: "Tape | None" = None
+    double_double: bool = False  # a double-double region was lowered (float64 only: see kernel_tape)
 
     @property
     def size(self) -> int:
@@ -105,9 +108,10 @@ def kernel_tape(g: Graph, kernel) -> Tape | None:
     the float32 core's own tape attached when the two cores compute different nodes; None if
     either does not lower (see :func:`build_tape`)."""
     tape = build_tape(g, kernel.args, kernel.outputs_for("float64"), kernel.widen_float32)
-    if tape is None or "float32" not in kernel.dtype_nodes:
+    if tape is None or ("float32" not in kernel.dtype_nodes and not tape.double_double):
         return tape
-    tape32 = build_tape(g, kernel.args, kernel.outputs_for("float32"), kernel.widen_float32)
+    tape32 = build_tape(g, kernel.args, kernel.outputs_for("float32"), kernel.widen_float32,
+                        double_double=False)
     if tape32 is None:
         return None
     tape.float32 = tape32
@@ -118,7 +122,9 @@ class _Builder:
     """Instructions and registers while lowering.  Constant registers are numbered -1, -2, ...
     and work registers 0, 1, ...; :meth:`finish` puts the constants first."""
 
-    def __init__(self):
+    def __init__(self, double_double: bool = True):
+        self.double_double = double_double  # dd_region nodes in double-double (else their plain formula)
+        self.lowered_dd = False
         self.code: list[tuple[int, int, int, int, int]] = []
         self.const_values: list[float] = []
         self.const_reg: dict[bytes, int] = {}
@@ -149,13 +155,16 @@ class _Builder:
         return np.where(regs < 0, -regs - 1, regs + k)
 
 
-def build_tape(g: Graph, args, outputs, widen_float32: bool = False) -> Tape | None:
+def build_tape(g: Graph, args, outputs, widen_float32: bool = False, double_double: bool = True) -> Tape | None:
     """The tape of the kernel computing ``outputs`` from ``args`` (lists of
     :class:`~symgrad.emit.printer.KernelIO`); None if the kernel uses an op the tape does
-    not lower or would need more than :data:`MAX_INSTRUCTIONS` instructions."""
+    not lower or would need more than :data:`MAX_INSTRUCTIONS` instructions.
+
+    ``double_double``: run double-double regions in double-double, as float64 kernels do
+    (:mod:`symgrad.emit.tape_dd`); False: as their plain formula, as float32 kernels do."""
     from .printer import scatter_sums
 
-    b = _Builder()
+    b = _Builder(double_double)
     order = g.ancestors([o.node for o in outputs])
     uses: dict[int, int] = {}
     for nid in order:
@@ -190,7 +199,7 @@ def build_tape(g: Graph, args, outputs, widen_float32: bool = False) -> Tape | N
                 regs[nid] = _lower(b, g, node, regs)
             if len(b.code) > MAX_INSTRUCTIONS:
                 return None
-    except NotLowerable:
+    except (NotLowerable, tape_dd.NotLowerable):
         return None
     in_flat = b.finish(np.concatenate(in_slots)) if in_slots else np.zeros(0, dtype=np.int64)
     outs = [b.finish(np.broadcast_to(np.asarray(regs[o.node], dtype=np.int64), o.shape)).reshape(-1)
@@ -201,7 +210,8 @@ def build_tape(g: Graph, args, outputs, widen_float32: bool = False) -> Tape | N
         code[:, col] = np.where(code[:, col] < 0, -code[:, col] - 1, code[:, col] + k)
     return Tape(code.astype(np.int32), np.array(b.const_values, dtype=np.float64), k + b.n_work,
                 in_flat, np.concatenate(outs) if outs else np.zeros(0, dtype=np.int64),
-                tuple(tuple(a.shape) for a in args), tuple(tuple(o.shape) for o in outputs), widen_float32)
+                tuple(tuple(a.shape) for a in args), tuple(tuple(o.shape) for o in outputs), widen_float32,
+                double_double=b.lowered_dd)
 
 
 # -- lowering one node ---------------------------------------------------------------------------
@@ -224,8 +234,10 @@ def _lower(b: _Builder, g: Graph, node, regs):
         raise NotLowerable(f"graph input {node.params[0]!r} is not an argument of the kernel")
     if op == "stop_gradient":
         return regs[node.args[0]]
+    if op == DD_REGION:
+        return _dd_region(b, g, node, regs)
     opdef = REGISTRY[op]
-    if opdef.elementwise and op not in OPCODE:  # a double-double region: no opcode (symgrad.ir.rules.ddregion)
+    if opdef.elementwise and op not in OPCODE:
         raise NotLowerable(op)
     if opdef.elementwise:
         return _elementwise(b, g, node, regs)
@@ -262,6 +274,58 @@ def _elementwise(b: _Builder, g: Graph, node, regs):
     res = out.reshape(-1)
     for i in range(res.size):  # the compiled kernel's element loop runs in C order too
         res[i] = b.emit(name, *[int(f[i]) for f in flat])
+    return out
+
+
+def _pow_literal(b: _Builder, x: int, n: float) -> int:
+    """``x ** n`` for a literal ``n``, as the kernel's ``x ** <literal>`` (see :data:`POW_EXPONENTS`)."""
+    if n in POW_EXPONENTS:
+        return b.emit(f"pow_x^{n!r}", x)
+    return b.emit("pow", x, b.const(n))
+
+
+def _dd_plain(b: _Builder, program: tuple, args: list[int]) -> int:
+    """A double-double region's program as the plain formula float32 kernels print for it
+    (:func:`symgrad.ir.rules.ddregion._plain`): one instruction per program instruction."""
+    vals: list[int] = []
+    for ins in program:
+        op = ins[0]
+        if op == "input":
+            v = args[ins[1]]
+        elif op == "const":
+            v = b.const(ins[1])
+        elif op == "powi":
+            v = _pow_literal(b, vals[ins[1]], float(ins[2]))
+        elif op == "neg" or op not in DD_BINARY:
+            if op not in OPCODE:
+                raise NotLowerable(op)
+            v = b.emit(op, vals[ins[1]])
+        else:
+            v = b.emit(op, vals[ins[1]], vals[ins[2]])
+        vals.append(v)
+    return vals[-1]
+
+
+def _dd_region(b: _Builder, g: Graph, node, regs):
+    """A ``dd_region`` node, element by element in C order: double-double on a float64 tape
+    (:func:`symgrad.emit.tape_dd.lower_dd`), else its plain formula."""
+    program = node.params[0]
+
+    def one(arg_regs: list[int]) -> int:
+        if b.double_double:
+            b.lowered_dd = True
+            return tape_dd.lower_dd(program, arg_regs, b.emit, b.const)
+        return _dd_plain(b, program, arg_regs)
+
+    args = [regs[a] for a in node.args]
+    if node.shape == ():
+        return one(args)
+    arrays = np.broadcast_arrays(*[_arr(a) for a in args], np.empty(node.shape, dtype=np.int8))[:-1]
+    out = np.empty(node.shape, dtype=np.int64)
+    flat = [np.ascontiguousarray(a).reshape(-1) for a in arrays]
+    res = out.reshape(-1)
+    for i in range(res.size):
+        res[i] = one([int(f[i]) for f in flat])
     return out
 
 

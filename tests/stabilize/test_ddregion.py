@@ -136,7 +136,7 @@ def test_swish_region_is_reported_with_its_cost_and_float32_keeps_float64():
     assert helper.rstrip().splitlines()[-1].strip().startswith("return t")
 
 
-def test_interpreter_tier_refuses_a_region():
+def test_interpreter_tier_refuses_a_region_with_an_elementary_function():
     g = Graph()
     xi = g.input("x", ())
     out = from_sympy(g, dd(x + sp.exp(x) + 1), {x: xi})

@@ -429,3 +429,55 @@ def test_softmax_and_logsumexp_rows_with_signature():
     ref = np.stack([to_numpy(jax.grad(as_jax(f))(x)) for x in X])
     assert_close(sg.grad(f, signature="(n)->()")(X), ref)
     assert_close(sg.grad(f_traceable, signature="(n)->()")(X), ref)
+
+def mse_with_predictions(params, xb, yb):
+    """A training loss that also returns what a user logs: JAX's ``has_aux`` pattern."""
+    pred = np.tanh(xb @ params["w"] + params["b"])
+    return np.mean((pred - yb) ** 2), {"pred": pred, "max_abs": np.max(np.abs(pred))}
+
+
+def test_has_aux_grad_and_value_and_grad_match_jax():
+    """jax.grad / jax.value_and_grad with has_aux=True: ``(grads, aux)`` and ``((loss, aux), grads)``,
+    the aux pytree returned as computed; compared with JAX x64 on the same source, and with
+    finite differences of the loss."""
+    rng = np.random.default_rng(7)
+    params = {"w": rng.standard_normal((3, 2)), "b": rng.standard_normal(2)}
+    xb, yb = rng.standard_normal((5, 3)), rng.standard_normal((5, 2))
+    (loss, aux), grads = sg.value_and_grad(mse_with_predictions, has_aux=True)(params, xb, yb)
+    g_only, aux2 = sg.grad(mse_with_predictions, has_aux=True)(params, xb, yb)
+    assert_close(g_only, grads)
+    assert_close(aux2, aux)
+    pred = np.tanh(xb @ params["w"] + params["b"])
+    assert_close(loss, np.mean((pred - yb) ** 2))
+    assert_close(aux, {"pred": pred, "max_abs": np.max(np.abs(pred))})
+    eps = 1e-6
+    w = params["w"].copy()
+    w[1, 0] += eps
+    up = mse_with_predictions({"w": w, "b": params["b"]}, xb, yb)[0]
+    w[1, 0] -= 2 * eps
+    down = mse_with_predictions({"w": w, "b": params["b"]}, xb, yb)[0]
+    assert abs(grads["w"][1, 0] - (up - down) / (2 * eps)) < 1e-8
+    need_jax()
+    import jax
+
+    jf = as_jax(mse_with_predictions)
+    (jl, jaux), jg = jax.value_and_grad(jf, has_aux=True)(params, xb, yb)
+    assert_close(loss, to_numpy(jl))
+    assert_close(aux, to_numpy(jaux))
+    assert_close(grads, to_numpy(jg))
+
+
+def test_has_aux_needs_a_pair_and_a_scalar_first_item():
+    with pytest.raises(TypeError, match="return a pair"):
+        sg.grad(lambda x: np.sum(x ** 2), has_aux=True)(np.ones(3))
+    with pytest.raises(sg.SignatureError, match="scalar core"):
+        sg.grad(lambda x: (np.cumsum(x), x), has_aux=True)(np.ones(3))
+
+
+def test_jacfwd_and_jacrev_are_jacobian():
+    """jax.jacfwd / jax.jacrev names: the same Jacobian as sg.jacobian (and JAX's)."""
+    x = np.array([0.3, -1.2, 2.0])
+    f = lambda v: np.sin(v) * v[0] + np.sum(v ** 2)  # noqa: E731
+    want = np.cos(x)[:, None] * np.eye(3) * x[0] + np.outer(np.sin(x), [1, 0, 0]) + 2 * x[None, :]
+    assert_close(sg.jacfwd(f)(x), want)
+    assert_close(sg.jacrev(f)(x), want)

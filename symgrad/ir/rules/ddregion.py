@@ -14,8 +14,9 @@ their float64 route (:mod:`symgrad.stabilize.widen`) or stay in float32, print t
 as the plain formula it stands for, with each op's own ``emit`` facet, so they compute
 exactly what they computed before the region was marked.  The derivative is that of the
 formula (the region is the identity on values), built with :func:`symgrad.ir.from_sympy`.
-The interpreter tier has no opcode for it (:mod:`symgrad.emit.tape` raises ``NotLowerable``:
-such programs wait for the compiled kernel).
+The interpreter tier runs a region of arithmetic (``+ - * /``, integer powers) as the tape
+instructions of the same double-double operations (:mod:`symgrad.emit.tape_dd`, bit for bit);
+a region with an elementary function has no tape and waits for the compiled kernel.
 """
 from __future__ import annotations
 

@@ -1,0 +1,146 @@
+"""Double-double regions on the interpreter's tape: :mod:`symgrad.ir.ddmath` as tape instructions.
+
+A ``dd_region`` node (:mod:`symgrad.ir.rules.ddregion`) is printed into a float64 Numba kernel
+as a call of a helper that runs its program with :mod:`symgrad.ir.ddmath` (Dekker 1971;
+Knuth, TAOCP 4.2.2; Joldes, Muller & Popescu 2017; Hida, Li & Bailey 2001).  Those functions
+use only float64 ``+ - * /``, ``abs`` and comparisons, so the tape can run the same
+operations in the same order: each dd function below emits, instruction by instruction, the
+operations of its namesake in ``ddmath``; a Python ``if`` there is a ``where`` here, both
+sides computed (they are plain float arithmetic, never trapping) and the same side selected.
+The tape's result is therefore the helper's, bit for bit; ``tests/test_tiers.py`` checks it
+on random inputs, special values included.
+
+Programs with an elementary function inside the region (``exp``, ``log``, ``sqrt`` ...) are
+not lowered (:class:`NotLowerable`): they keep waiting for the compiled kernel.
+
+float32 kernels print the region as the plain formula it stands for (its ops' own facets),
+and so does their tape (:func:`lower_plain`).
+"""
+from __future__ import annotations
+
+from ..ir import ddmath as D
+
+
+class NotLowerable(Exception):
+    """The region needs a double-double routine the tape does not express."""
+
+
+class _DD:
+    """Emits the tape instructions of :mod:`symgrad.ir.ddmath`'s functions through ``emit``
+    (``emit(opname, a, b=0, c=0) -> register``) and ``const`` (``const(value) -> register``)."""
+
+    def __init__(self, emit, const):
+        self.emit, self.const = emit, const
+        self.zero = const(0.0)
+
+    def op(self, name, *a):
+        return self.emit(name, *a)
+
+    def select(self, cond, then_pair, else_pair):
+        return (self.op("where", cond, then_pair[0], else_pair[0]),
+                self.op("where", cond, then_pair[1], else_pair[1]))
+
+    def not_finite(self, h):
+        """``h - h != 0.0``: true for inf and NaN."""
+        return self.op("ne", self.op("sub", h, h), self.zero)
+
+    def two_sum(self, a, b):
+        s = self.op("add", a, b)
+        bb = self.op("sub", s, a)
+        return s, self.op("add", self.op("sub", a, self.op("sub", s, bb)), self.op("sub", b, bb))
+
+    def fast_two_sum(self, a, b):
+        s = self.op("add", a, b)
+        return s, self.op("sub", b, self.op("sub", s, a))
+
+    def split(self, a):
+        big = self.op("gt", self.op("abs", a), self.const(D.DD_SPLIT_LIMIT))
+        splitter = self.const(D.DD_SPLITTER)
+        t = self.op("mul", splitter, a)
+        hi = self.op("sub", t, self.op("sub", t, a))
+        small = (hi, self.op("sub", a, hi))
+        a2 = self.op("mul", a, self.const(3.725290298461914e-09))
+        t2 = self.op("mul", splitter, a2)
+        hi2 = self.op("sub", t2, self.op("sub", t2, a2))
+        scale = self.const(268435456.0)
+        large = (self.op("mul", hi2, scale), self.op("mul", self.op("sub", a2, hi2), scale))
+        return self.select(big, large, small)
+
+    def two_prod(self, a, b):
+        p = self.op("mul", a, b)
+        ah, al = self.split(a)
+        bh, bl = self.split(b)
+        e = self.op("add", self.op("sub", self.op("mul", ah, bh), p), self.op("mul", ah, bl))
+        e = self.op("add", e, self.op("mul", al, bh))
+        return p, self.op("add", e, self.op("mul", al, bl))
+
+    def add(self, ah, al, bh, bl):
+        sh, sl = self.two_sum(ah, bh)
+        th, tl = self.two_sum(al, bl)
+        sh, sl = self.fast_two_sum(sh, self.op("add", sl, th))
+        sh, sl = self.fast_two_sum(sh, self.op("add", sl, tl))
+        return self.select(self.not_finite(sh), (self.op("add", ah, bh), self.zero), (sh, sl))
+
+    def mul(self, ah, al, bh, bl):
+        ph, pl = self.two_prod(ah, bh)
+        cross = self.op("add", self.op("mul", ah, bl), self.op("mul", al, bh))
+        h, l = self.fast_two_sum(ph, self.op("add", pl, cross))  # noqa: E741
+        return self.select(self.not_finite(h), (self.op("mul", ah, bh), self.zero), (h, l))
+
+    def div(self, ah, al, bh, bl):
+        q1 = self.op("div", ah, bh)  # dd_quotient is IEEE division, as the tape's div
+        ph, pl = self.mul(q1, self.zero, bh, bl)
+        rh, rl = self.add(ah, al, self.op("neg", ph), self.op("neg", pl))
+        q2 = self.op("div", rh, bh)
+        ph, pl = self.mul(q2, self.zero, bh, bl)
+        rh, rl = self.add(rh, rl, self.op("neg", ph), self.op("neg", pl))
+        q3 = self.op("div", rh, bh)
+        q1f, q2f = self.fast_two_sum(q1, q2)
+        return self.select(self.not_finite(q1), (q1, self.zero), self.add(q1f, q2f, q3, self.zero))
+
+    def powi(self, ah, al, n):
+        m = n if n >= 0 else -n
+        r = (self.const(1.0), self.zero)
+        base = (ah, al)
+        while m > 0:
+            if m % 2 == 1:
+                r = self.mul(*r, *base)
+            m //= 2
+            if m > 0:
+                base = self.mul(*base, *base)
+        if n < 0:
+            return self.div(self.const(1.0), self.zero, *r)
+        return r
+
+
+def lower_dd(program: tuple, args: list[int], emit, const) -> int:
+    """Register of ``program`` (a :mod:`symgrad.ir.ddprogram` program) run in double-double on
+    the argument registers ``args``, rounded once (``hi + lo``), as the kernel's helper does.
+
+    Raises:
+      NotLowerable: the program has an instruction other than input, const, neg, add, sub,
+        mul, div and powi.
+    """
+    dd = _DD(emit, const)
+    vals: list[tuple[int, int]] = []
+    for ins in program:
+        op = ins[0]
+        if op == "input":
+            v = (args[ins[1]], dd.zero)
+        elif op == "const":
+            v = (const(ins[1]), const(ins[2]))
+        elif op == "neg":
+            h, l = vals[ins[1]]  # noqa: E741
+            v = (emit("neg", h), emit("neg", l))
+        elif op == "sub":
+            (ah, al), (bh, bl) = vals[ins[1]], vals[ins[2]]
+            v = dd.add(ah, al, emit("neg", bh), emit("neg", bl))
+        elif op in ("add", "mul", "div"):
+            v = getattr(dd, op)(*vals[ins[1]], *vals[ins[2]])
+        elif op == "powi":
+            v = dd.powi(*vals[ins[1]], ins[2])
+        else:
+            raise NotLowerable(f"double-double region with {op}")
+        vals.append(v)
+    h, l = vals[-1]  # noqa: E741
+    return emit("add", h, l)
