@@ -24,6 +24,7 @@ from ..ir.interpret import sympy_number
 from ..ir.ops import REGISTRY
 from ..ir.ddprogram import OP_NAME as DD_REGION
 from ..stabilize.budget import StabilizeBudgetExceeded, cpu_clock, hard_deadline
+from ..stabilize.search import _tree_size
 
 MAX_REGION_NODES = 60
 DEFAULT_BUDGET_S = float(os.environ.get("SYMGRAD_STABILIZE_BUDGET", "1.0"))  # CPU seconds per program
@@ -32,6 +33,13 @@ ACCURATE_MEAN_BITS = 1.5  # regions this accurate on average, and within 2 ulps 
 # to search, if fewer): one expensive region cannot starve the rest (the 24-input regions of a
 # scalar-loop MLP take ~0.3 s each uncut), and a program with one losing region gets it all.
 SHARE_OF_REGIONS = 4
+# A region of at most this many tree nodes is searched as ``stabilize()`` alone searches it: on its
+# own ``n_points`` sample and checked on its own check sample, not on the triage's shared points
+# (32 per dtype, fewer where the reference is not finite: too few to rank close candidates, e.g.
+# sqrt(x+1) - sqrt(x)'s derivative picked a 2-ulp form).  Their references are cheap (the mpmath
+# cost per point grows with the region's size: ~0.09 s for 2 x 256 points at 13 nodes, ~1 s at the
+# 98 nodes of a (4, 4) scalar-loop MLP's 24-input regions, which keep the shared points).
+SMALL_REGION_NODES = 32
 
 
 def _region_size(g: Graph, root: int, limit: int) -> int:
@@ -284,6 +292,9 @@ def stabilize_kernel(g: Graph, kernel: KernelDef, budget_s: float | None = None)
         except StabilizeBudgetExceeded:
             cands, stopped = [], 0
         order = list(range(len(cands)))
+        small = [_tree_size(c[2], SMALL_REGION_NODES + 1) <= SMALL_REGION_NODES for c in cands]
+        if tri is not None:  # the shared check sample: references only for the regions that use it
+            tri.check_rows = [n and not sm for n, sm in zip(tri.needs_search, small)]
         if tri is not None:  # losing regions worst first, then the others get the finer probe
             flagged = sum(tri.needs_search)
             order.sort(key=lambda i: (not tri.needs_search[i], -tri.mean_bits[i], -tri.max_bits[i]))
@@ -300,10 +311,11 @@ def stabilize_kernel(g: Graph, kernel: KernelDef, budget_s: float | None = None)
                     continue
                 share = (deadline - cpu_clock()) / max(1, min(left, SHARE_OF_REGIONS))
                 left -= 1
+                shared = tri is not None and not small[i]
                 res = stabilize(expr, variables, budget_s=share,
                                 widen_float32=root in names and _scalar_cores(kernel),
-                                samples=tri.samples(i) if tri is not None else None,
-                                check=(lambda i=i: tri.check_samples(i)) if tri is not None else None)
+                                samples=tri.samples(i) if shared else None,
+                                check=(lambda i=i: tri.check_samples(i)) if shared else None)
                 if cpu_clock() > deadline:  # a step inside may have skipped work at the deadline
                     raise StabilizeBudgetExceeded(name)
             except NotImplementedError as exc:  # an op the error model cannot sample: keep the derived form

@@ -75,6 +75,7 @@ class TriageResult:
     _dd: object = field(default=None, repr=False)               # shared double-double evaluator
     _samples: dict = field(default_factory=dict, repr=False)
     _check: dict = field(default_factory=dict, repr=False)      # dtype -> (X, refs, settled) once drawn
+    check_rows: list | None = field(default=None, repr=False)   # expressions the shared check covers
 
     def samples(self, i: int) -> dict:
         """``{dtype: Sample}`` of expression ``i`` on the shared triage points (its own columns),
@@ -91,7 +92,7 @@ class TriageResult:
         :func:`.accept.check_samples` gives for one expression: the references of every expression
         that needs a search come from one shared evaluation, not one evaluation per expression."""
         if not self._check:
-            rows = np.array(self.needs_search, dtype=bool)
+            rows = np.array(self.needs_search if self.check_rows is None else self.check_rows, dtype=bool)
             for dt in self.X:
                 X = check_points(self.allvars, None, np.dtype(dt))
                 self._check[dt] = (X, *_references(self._fns, self._dd, X, dt, rows)[:2])
