@@ -150,6 +150,8 @@ class Search:
                         make_sample(expr, self.vars, dt, domain=domain, n=n_points, seed=seed) for dt in dtypes}
         self.seen: dict = {}
         self._cond: dict = {}
+        self._local: dict = {}  # (node, dtype, sample index) -> correctly rounded reference (localisation)
+        self._variants: dict = {}  # node -> algebraic_variants(node)
         self.max_size = 3 * _tree_size(expr, 10**6) + 40
         self.orig = self.score(expr, ())
 
@@ -312,7 +314,7 @@ class Search:
         self.charge("localize")
         worst = {}
         for dt, s in self.samples.items():
-            for err, node in local_errors(c.expr, self.vars, s, c.bits[dt], n_points=12):
+            for err, node in local_errors(c.expr, self.vars, s, c.bits[dt], n_points=12, memo=self._local):
                 worst[node] = worst.get(node, 0.0) + err
         return sorted(worst, key=lambda n: (-worst[n], sp.default_sort_key(n)))[:top]
 
@@ -333,7 +335,9 @@ class Search:
             if path is None:
                 continue
             self.charge("algebraic")
-            for name, new in algebraic_variants(node):
+            if node not in self._variants:
+                self._variants[node] = algebraic_variants(node)
+            for name, new in self._variants[node]:
                 e = replace_at(c.expr, path, new)
                 out.append((e, c.history + (Step(name, node, new, c.expr, e),), True))
         return out
