@@ -49,8 +49,10 @@ def _gelu2_reference():
     return ref
 
 
-@pytest.mark.xfail(reason="not yet robust: the GELU'' search needs ~0.78 s CPU against a ~0.73 s cap, so the "
-                          "result depends on how far the search gets (passes in scripts, fails under pytest)",
+@pytest.mark.xfail(reason="not yet robust: the GELU'' search reaches the needed 1/cosh**2 form (sech2_from_tanh, "
+                          "divide_early) at ~0.57-0.62 s CPU against a ~0.73 s cap (75 % of the region's ~0.98 s), "
+                          "so the result depends on how far the search gets (here: 4 of 6 script runs passed, "
+                          "0 of 6 runs through the test function)",
                    strict=False)
 def test_gelu_second_derivative_at_the_default_budget():
     """GELU'' (tanh form) at x = -18 is -5.7e-189; the derived form gave 0.0 (1 - tanh(u)**2
