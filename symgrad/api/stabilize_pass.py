@@ -33,13 +33,22 @@ ACCURATE_MEAN_BITS = 1.5  # regions this accurate on average, and within 2 ulps 
 # to search, if fewer): one expensive region cannot starve the rest (the 24-input regions of a
 # scalar-loop MLP take ~0.3 s each uncut), and a program with one losing region gets it all.
 SHARE_OF_REGIONS = 4
-# A region of at most this many tree nodes is searched as ``stabilize()`` alone searches it: on its
-# own ``n_points`` sample and checked on its own check sample, not on the triage's shared points
-# (32 per dtype, fewer where the reference is not finite: too few to rank close candidates, e.g.
-# sqrt(x+1) - sqrt(x)'s derivative picked a 2-ulp form).  Their references are cheap (the mpmath
-# cost per point grows with the region's size: ~0.09 s for 2 x 256 points at 13 nodes, ~1 s at the
-# 98 nodes of a (4, 4) scalar-loop MLP's 24-input regions, which keep the shared points).
-SMALL_REGION_NODES = 32
+# A region is searched as ``stabilize()`` alone searches it (on its own ``n_points`` sample per dtype,
+# checked on its own check sample) when that sample's estimated cost is at most OWN_SAMPLE_FRACTION
+# of the region's share of the budget; otherwise on the triage's shared points and the shared check.
+# The shared points (32 per dtype, fewer where the reference is not finite) are free but few: too few
+# to rank close candidates (sqrt(x+1) - sqrt(x)'s derivative: 20/13 finite points picked a 2-ulp
+# form; mish'' and the logistic density'' lost accuracy at a 10 s budget).  The estimate is
+# SAMPLE_COST_S per tree node and point, times (1 + inputs / 8): measured here, 2 x 256 points cost
+# 0.05-0.25 s for one-input regions of 13-97 nodes (1.5-13 us per node and point, ~5 typical) and
+# ~0.9 s for the 98-node, 24-input regions of a (4, 4) scalar-loop MLP (~18 us).
+OWN_SAMPLE_FRACTION = 0.25
+SAMPLE_COST_S = 5e-6
+
+
+def _own_sample_cost(expr, variables, n_points: int = 256, dtypes: int = 2) -> float:
+    """Estimated CPU seconds of the search's own sample of ``expr`` (see ``SAMPLE_COST_S``)."""
+    return SAMPLE_COST_S * _tree_size(expr, 10**5) * n_points * dtypes * (1 + len(variables) / 8)
 
 
 def _region_size(g: Graph, root: int, limit: int) -> int:
@@ -292,9 +301,10 @@ def stabilize_kernel(g: Graph, kernel: KernelDef, budget_s: float | None = None)
         except StabilizeBudgetExceeded:
             cands, stopped = [], 0
         order = list(range(len(cands)))
-        small = [_tree_size(c[2], SMALL_REGION_NODES + 1) <= SMALL_REGION_NODES for c in cands]
-        if tri is not None:  # the shared check sample: references only for the regions that use it
-            tri.check_rows = [n and not sm for n, sm in zip(tri.needs_search, small)]
+        cost = [_own_sample_cost(c[2], c[3]) for c in cands]
+        if tri is not None:  # the shared check sample: references for the regions likely to use it
+            first = (deadline - cpu_clock()) / max(1, min(sum(tri.needs_search), SHARE_OF_REGIONS))
+            tri.check_rows = [n and c > OWN_SAMPLE_FRACTION * first for n, c in zip(tri.needs_search, cost)]
         if tri is not None:  # losing regions worst first, then the others get the finer probe
             flagged = sum(tri.needs_search)
             order.sort(key=lambda i: (not tri.needs_search[i], -tri.mean_bits[i], -tri.max_bits[i]))
@@ -311,7 +321,7 @@ def stabilize_kernel(g: Graph, kernel: KernelDef, budget_s: float | None = None)
                     continue
                 share = (deadline - cpu_clock()) / max(1, min(left, SHARE_OF_REGIONS))
                 left -= 1
-                shared = tri is not None and not small[i]
+                shared = tri is not None and cost[i] > OWN_SAMPLE_FRACTION * share
                 res = stabilize(expr, variables, budget_s=share,
                                 widen_float32=root in names and _scalar_cores(kernel),
                                 samples=tri.samples(i) if shared else None,
