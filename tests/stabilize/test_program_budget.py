@@ -89,3 +89,27 @@ def test_triage_samples_are_correctly_rounded_references():
             np.testing.assert_array_equal(s.ref, want)
             if own is not None:  # two inputs, as the union: the very points accept draws itself
                 np.testing.assert_array_equal(s.X, own.X)
+
+
+def test_cheap_region_searches_on_its_own_sample(monkeypatch):
+    """A region whose own 256-point sample is cheap against its budget share is searched as
+    ``stabilize()`` alone searches it (the triage's 20/13 finite points of sqrt(x+1) - sqrt(x)'s
+    derivative ranked a 2-ulp form first); the values are then within 1.58 bits of mpmath."""
+    import symgrad.api.stabilize_pass as sp_pass
+    import symgrad.stabilize as stab
+
+    calls, orig = [], stab.stabilize
+
+    def spy(expr, variables, **kw):
+        calls.append(kw.get("samples"))
+        return orig(expr, variables, **kw)
+
+    monkeypatch.setattr(stab, "stabilize", spy)
+    monkeypatch.setattr(sp_pass, "DEFAULT_BUDGET_S", 10.0)
+    g = sg.grad(lambda v: np.sqrt(v + 1) - np.sqrt(v))
+    X = np.array([9.96902888e-07, 6.54048561e-05, 5.12820513e+00])
+    got = g(X)
+    assert calls == [None]  # one region, on its own sample
+    v = sp.Symbol("v", positive=True)
+    want = reference_values(compile_mpmath(sp.diff(sp.sqrt(v + 1) - sp.sqrt(v), v), [v]), X[:, None], "float64")
+    assert np.all(np.abs(got - want) <= 2 * np.spacing(np.abs(want))), (got, want)
