@@ -4,8 +4,10 @@ The loss of one sample is written for one row (signature ``(d),(d),(),()->()``);
 symgrad compiles its value and gradient once, on this process.  Called with
 Dask arrays, the compiled function returns Dask arrays: each chunk of rows is
 one call of the compiled kernel on a worker, which loads the kernel from its
-recipe (generated source + cache key; workers never trace or import SymPy),
-and ``.sum(axis=0)`` is Dask's tree reduction of the per-chunk sums.
+recipe (generated source + cache key; workers never trace or import SymPy).
+``value_and_grad.sum(X, w, y, lam)`` sums the value and gradient over the rows
+inside each chunk's kernel call (no per-row gradient is stored), and Dask
+tree-reduces the per-chunk sums.
 SciPy's L-BFGS-B then fits the weights with ``minimize(jac=True)``.
 
 Run:  python examples/dask_logistic_regression.py [--rows 10000000] [--workers 2]
@@ -43,8 +45,7 @@ def make_data(rows: int, d: int, chunk: int):
 
 def mean_loss_and_grad(w, X, y, lam, rows):
     """(mean loss, its gradient) over all rows: per-chunk kernel calls, tree-reduced sums."""
-    value, grad = value_and_grad(X, w, y, lam)
-    total, g = dask.compute(value.sum(), grad.sum(axis=0))
+    total, g = dask.compute(*value_and_grad.sum(X, w, y, lam))  # one task per chunk, then Dask's tree sum
     return total / rows, g / rows
 
 

@@ -19,7 +19,7 @@ da = pytest.importorskip("dask.array")
 dask = pytest.importorskip("dask")
 
 import symgrad as sg  # noqa: E402
-from symgrad.compile.recipe import KernelRecipe  # noqa: E402
+from symgrad.compile.recipe import BatchSumRecipe, KernelRecipe  # noqa: E402
 from symgrad.errors import DTypeError, ShapeError  # noqa: E402
 
 SCHEDULERS = ["synchronous", "threads"]
@@ -244,7 +244,7 @@ def _task_functions(arr):
     def visit(obj, depth=0):
         if depth > 6:
             return
-        if isinstance(obj, KernelRecipe):
+        if isinstance(obj, (KernelRecipe, BatchSumRecipe)):
             found.append(obj)
             return
         func = getattr(obj, "func", None)
@@ -277,6 +277,7 @@ def test_local_cluster_two_processes():
         value, grad = vg(dX, w, dy, 0.01)
         fut = client.compute([value.sum(), grad.sum(axis=0)])
         total, g_total = client.gather(fut)
+        s_total, s_grad = client.gather(client.compute(list(vg.sum(dX, w, dy, 0.01))))  # summing kernel
         workers_sympy = client.run(lambda: "sympy" in sys.modules)
         workers_api = client.run(lambda: "symgrad.api" in sys.modules)
     assert time.monotonic() - start < 120
@@ -285,3 +286,127 @@ def test_local_cluster_two_processes():
     assert total == pytest.approx(v_np.sum(), rel=1e-12)
     np.testing.assert_allclose(g_total, g_np.sum(axis=0), rtol=1e-12)
     np.testing.assert_allclose(g_total, logloss_grad_w(X, w, y, 0.01).sum(axis=0), rtol=1e-12)
+    assert s_total == pytest.approx(v_np.sum(), rel=1e-12)
+    np.testing.assert_allclose(s_grad, g_np.sum(axis=0), rtol=1e-12)
+
+
+# -- f.sum: results summed over the batch by the summing kernel (one task per chunk) -------------
+@pytest.mark.parametrize("scheduler", SCHEDULERS)
+def test_sum_over_rows_equals_in_memory(scheduler):
+    """``vg.sum`` on Dask arrays (uneven, mismatched row chunks) equals the in-memory NumPy result
+    and the closed form to 1e-12 relative, and its graph holds one task per chunk plus Dask's tree."""
+    X, y, w = data(n=3000)
+    vg = sg.value_and_grad(logloss, argnums=1, signature=LOGLOSS_SIG)
+    dX, dy = da.from_array(X, chunks=(700, -1)), da.from_array(y, chunks=500)
+    value, grad = vg.sum(dX, w, dy, 0.01)
+    assert lazy((value, grad)) and value.shape == () and grad.shape == (4,)
+    assert value.dtype == np.float64 and grad.dtype == np.float64
+    with dask.config.set(scheduler=scheduler):
+        total, g_total = dask.compute(value, grad)
+    v_np, g_np = vg(X, w, y, 0.01)
+    assert total == pytest.approx(v_np.sum(), rel=1e-12)
+    np.testing.assert_allclose(g_total, g_np.sum(axis=0), rtol=1e-12)
+    np.testing.assert_allclose(g_total, logloss_grad_w(X, w, y, 0.01).sum(axis=0), rtol=1e-12)
+    m_total, m_grad = vg.sum(X, w, y, 0.01)  # the same sums in memory, NumPy in and out
+    assert isinstance(m_total, np.float64) and isinstance(m_grad, np.ndarray) and m_grad.shape == (4,)
+    assert m_total == pytest.approx(total, rel=1e-13)
+    np.testing.assert_allclose(m_grad, g_total, rtol=1e-13)
+
+
+def test_sum_graph_has_no_per_row_results():
+    """Persisted aligned chunks: one summing task per chunk; no task outputs a (rows, d) array."""
+    X, y, w = data(n=4000)
+    vg = sg.value_and_grad(logloss, argnums=1, signature=LOGLOSS_SIG)
+    dX, dy = dask.persist(da.from_array(X, chunks=(1000, -1)), da.from_array(y, chunks=1000),
+                          scheduler="synchronous")
+    value, grad = vg.sum(dX, w, dy, 0.01)
+    layers = dict(grad.__dask_graph__().layers)
+    summing = [name for name in layers if name.startswith("logloss_value_and_grad_sum-")]
+    assert len(summing) == 1 and len(layers[summing[0]]) == 4
+    recipes = [t for t in _task_functions(grad) if isinstance(t, KernelRecipe)]
+    assert not recipes, "a per-row kernel call is in the graph"
+    v_old, g_old = vg(dX, w, dy, 0.01)
+    n_new = len({**dict(value.__dask_graph__()), **dict(grad.__dask_graph__())})
+    n_old = len({**dict(v_old.sum().__dask_graph__()), **dict(g_old.sum(axis=0).__dask_graph__())})
+    assert n_new < n_old, (n_new, n_old)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_sum_keeps_float32_and_python_numbers_weak(dtype):
+    X, y, w = data(n=1000)
+    X, y, w = X.astype(dtype), y.astype(dtype), w.astype(dtype)
+    vg = sg.value_and_grad(logloss, argnums=1, signature=LOGLOSS_SIG)
+    value, grad = vg.sum(da.from_array(X, chunks=(300, -1)), w, da.from_array(y, chunks=300), 0.01)
+    assert value.dtype == dtype and grad.dtype == dtype
+    total, g_total = dask.compute(value, grad, scheduler="threads")
+    assert np.asarray(total).dtype == dtype and g_total.dtype == dtype
+    m_total, m_grad = vg.sum(X, w, y, 0.01)
+    assert np.asarray(m_total).dtype == dtype and m_grad.dtype == dtype
+    # float64 accumulation of the float32 per-row results, rounded once: as close to NumPy's float64
+    # sum of those results as float32 allows
+    v_rows, g_rows = vg(X, w, y, 0.01)
+    tol = 1e-6 if dtype == np.float32 else 1e-12
+    assert float(total) == pytest.approx(v_rows.astype(np.float64).sum(), rel=tol)
+    np.testing.assert_allclose(g_total, g_rows.astype(np.float64).sum(axis=0), rtol=tol,
+                               atol=tol * np.abs(g_rows).sum(axis=0).max())
+    np.testing.assert_allclose(m_grad, g_total, rtol=tol)  # in memory: the same sums in another order
+
+
+def test_sum_elementwise_batch_broadcast_and_empty():
+    """Elementwise function: every axis is a batch axis; NumPy leaves broadcast against Dask
+    blocks; an empty batch sums to zero."""
+    g = sg.grad(softplus)
+    x = np.linspace(-5.0, 5.0, 2 * 3 * 50).reshape(6, 50)
+    got = g.sum(da.from_array(x, chunks=(2, 20))).compute(scheduler="synchronous")
+    assert got.shape == () and got == pytest.approx(sigmoid(x).sum(), rel=1e-13)
+    assert g.sum(x) == pytest.approx(sigmoid(x).sum(), rel=1e-13)
+    f = sg.jit(lambda a, b: a * b, signature="(),()->()")
+    a = da.from_array(np.arange(12.0).reshape(3, 4), chunks=(1, 2))
+    assert f.sum(a, np.arange(4.0)).compute() == pytest.approx((np.arange(12.0).reshape(3, 4) * np.arange(4.0)).sum())
+    assert g.sum(np.zeros(0)) == 0.0
+    X, y, w = data(n=10)
+    vg = sg.value_and_grad(logloss, argnums=1, signature=LOGLOSS_SIG)
+    total, grad = vg.sum(X[0], w, y[0], 0.01)  # no batch axes: the single result itself
+    v1, g1 = vg(X[0], w, y[0], 0.01)
+    assert total == v1 and np.array_equal(grad, g1)
+
+
+def test_sum_bad_inputs_are_clear_errors():
+    X, y, w = data(n=100)
+    vg = sg.value_and_grad(logloss, argnums=1, signature=LOGLOSS_SIG)
+    with pytest.raises(ShapeError, match=r"core axis 1 .*split into 2 chunks"):
+        vg.sum(da.from_array(X, chunks=(50, 2)), w, y, 0.01)
+    with pytest.raises(ShapeError, match="broadcast"):
+        vg.sum(X, w, y[:7], 0.01)
+    with pytest.raises(DTypeError, match="complex"):
+        sg.jit(softplus).sum(da.ones(4, chunks=2, dtype=np.complex128))
+
+
+def test_summing_module_loads_without_sympy(tmp_path):
+    """The summing recipe, pickled, runs in a fresh process that imports no SymPy or tracer."""
+    vg = sg.value_and_grad(logloss, argnums=1, signature=LOGLOSS_SIG)
+    X, y, w = data(n=64)
+    total = vg.sum(da.from_array(X, chunks=(16, -1)), w, da.from_array(y, chunks=16), 0.01)[1]
+    recipes = [t for t in _task_functions(total) if isinstance(t, BatchSumRecipe)]
+    assert recipes
+    path = tmp_path / "sum.pkl"
+    path.write_bytes(pickle.dumps(recipes[0]))
+    np.save(tmp_path / "X.npy", X)
+    np.save(tmp_path / "y.npy", y)
+    np.save(tmp_path / "w.npy", w)
+    code = textwrap.dedent(f"""
+        import pickle, sys
+        import numpy as np
+        recipe = pickle.loads(open({str(path)!r}, "rb").read())
+        X, y, w = (np.load({str(tmp_path)!r} + f"/{{n}}.npy") for n in ("X", "y", "w"))
+        part = recipe(X, w, y)
+        assert part.shape == (1, 5) and part.dtype == np.float64, part.shape
+        print(repr(part[0].tolist()))
+        heavy = [m for m in ("sympy", "symgrad.api", "symgrad.trace", "symgrad.ir") if m in sys.modules]
+        assert not heavy, heavy
+    """)
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]
+    part = np.array(eval(r.stdout.strip()))
+    v_np, g_np = vg(X, w, y, 0.01)
+    np.testing.assert_allclose(part, np.concatenate([[v_np.sum()], g_np.sum(axis=0)]), rtol=1e-13)

@@ -78,6 +78,9 @@ CASES = [
      "(n)->(k)", V),
     ("polyval", lambda xp: lambda x: xp.polyval(x[:3], x), "(n)->(n)", V),
     ("nansum_nanmean", lambda xp: lambda x: xp.nansum(x, axis=0) * xp.nanmean(x), "(m,n)->(n)", M),
+    ("full_like", lambda xp: lambda x: xp.full_like(x, 2.5) * x + xp.full_like(x, x[1, 2]), "(m,n)->(m,n)", M),
+    ("matrix_power", lambda xp: lambda x: xp.linalg.matrix_power(x[:, :3], 5) + xp.linalg.matrix_power(x[:, 1:], 0)
+     - xp.linalg.matrix_power(x[:, :3] + 3 * xp.eye(3), -2), "(m,n)->(m,m)", M),
 ]
 
 

@@ -263,3 +263,34 @@ def test_logaddexp_reduce_is_the_logsumexp_spelling():
 
 # scipy.special.logsumexp, softmax, log_softmax and polygamma (Python functions, not ufuncs):
 # tests/test_scipy_reductions.py
+
+
+def test_quantile_references_are_fast_and_accurate_in_the_tails():
+    """The stabiliser's references for ndtri, erfinv and erfcinv (symgrad.ir.rules.special): Newton
+    on log Phi, not mpmath's erfinv, whose findroot took minutes near +-1 at high precision (the
+    gradient of ndtri(expit(x)) never finished).  Checked by the defining identity at 700 bits
+    (Phi(z) = p to the working precision, relative to the tail probability), against mpmath's
+    erfinv where it is quick, and, in a child process bounded in time, through the public call."""
+    import subprocess
+    import sys
+
+    from symgrad.ir.rules.special import _mp_erfcinv, _mp_erfinv, _mp_ndtri
+
+    with mpmath.workprec(700):
+        for p in [mpmath.mpf(2) ** -3000, mpmath.mpf(1e-300), mpmath.mpf(0.3), 1 - mpmath.mpf(2) ** -600]:
+            z = _mp_ndtri(p)
+            tail = min(p, 1 - p)
+            assert abs(mpmath.ncdf(z) - p) <= tail * mpmath.mpf(2) ** -680
+        assert _mp_ndtri(mpmath.mpf(0.5)) == 0
+    with mpmath.workdps(40):
+        for y in (-0.999999, -0.3, 0.2, 0.9999999999):
+            assert abs(_mp_erfinv(y) - mpmath.erfinv(y)) <= abs(mpmath.erfinv(y)) * mpmath.mpf(10) ** -38
+        for x in (1e-200, 0.01, 1.5, 1.9999999):
+            assert abs(mpmath.erfc(_mp_erfcinv(x)) - x) <= min(x, 2 - x) * mpmath.mpf(10) ** -38
+    code = ("import numpy as np, scipy.special as ss, symgrad as sg\n"
+            "x = np.array([0.3, -1.2, 0.5, 2.0])\n"
+            "g = sg.grad(lambda x: np.sum(ss.ndtri(ss.expit(x))))(x)\n"
+            "p = ss.expit(x)\n"
+            "want = p * (1 - p) * np.sqrt(2 * np.pi) * np.exp(ss.ndtri(p) ** 2 / 2)\n"
+            "assert np.allclose(g, want, rtol=1e-12, atol=0), (g, want)\n")
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=300)

@@ -140,7 +140,7 @@ class Compiled:
         self.public.__dict__.update(
             __doc__=f"symgrad.{kind} of {self.name} (compiled on first call; see symgrad.{kind})",
             compiled=self, entry_for=self.entry_for, source=self.source, kind=kind, fn=fn,
-            wait_compiled=self.wait_compiled)
+            wait_compiled=self.wait_compiled, sum=self.sum)
 
     def __call__(self, *args):
         return self.public(*args)
@@ -168,6 +168,50 @@ class Compiled:
         # point's fallback to this method cannot recur
         leaves = [leaf if isinstance(leaf, PLAIN_TYPES) else np.asarray(leaf) for leaf in leaves]
         return entry.assemble(entry.fn(*leaves))
+
+    def sum(self, *args, **kwargs):
+        """The results of ``f(*args)`` summed over every batch (loop) dimension, in one pass.
+
+        For a per-sample function (``signature="(d),(d),(),()->()"`` or an elementwise one) this is
+        ``f(*args)`` with each result summed over its leading batch axes, e.g. ``(loss.sum(),
+        grad.sum(axis=0))`` for ``value_and_grad``, but no per-row result is ever stored: the
+        kernel adds each row's results into float64 partial sums of 256 rows
+        (:mod:`symgrad.emit.batch_sum`).  With Dask arrays among the arguments the result is lazy:
+        one task per chunk returns that chunk's partial sums and Dask tree-reduces them; the
+        graph never holds a per-row array (:func:`symgrad.api.dask_arrays.apply_entry_sum`).
+
+        Args:
+          *args, **kwargs: as for ``f`` (NumPy or Dask arrays, Python numbers, pytrees of them),
+            shaped ``batch + core``; batch shapes broadcast together.
+        Returns:
+          ``f``'s result structure with every leaf shaped ``out_core`` (no batch axes): NumPy
+          values, or 0-d and ``out_core``-shaped Dask arrays when an argument is a Dask array.
+          float32 if every non-Python-number argument is float32 (summed in float64, rounded
+          once), else float64.  An empty batch sums to zeros.
+        Raises:
+          ShapeError: arguments' batch shapes do not broadcast, or (Dask) a core axis is split
+            over several chunks.
+          DTypeError: an argument is complex or not numeric.
+          ArgumentError: called on symbolic values inside another transformation.
+        """
+        from .batch_sum import sum_entry
+
+        if kwargs:
+            args = self._bind_keywords(args, kwargs)
+        leaves, in_tree = tree_flatten(args)
+        if any(isinstance(leaf, Tracer) for leaf in leaves):
+            raise ArgumentError(format_error(
+                f"{self.name}.sum cannot be traced by an enclosing transformation",
+                "the summing kernels run on arrays, not on symbolic values",
+                f"inside a traced function, call {self.name}(...) and sum the result with np.sum"))
+        entry = self.entry_for(args, leaves, in_tree)
+        entry.promote(wait=True, module=True)  # the summing kernels call the generated module's cores
+        if _has_dask(leaves):
+            from .dask_arrays import apply_entry_sum
+
+            return entry.assemble(apply_entry_sum(entry, list(leaves), self.name))
+        leaves = [leaf if isinstance(leaf, PLAIN_TYPES) else np.asarray(leaf) for leaf in leaves]
+        return entry.assemble(sum_entry(entry, leaves))
 
     def refresh(self) -> None:
         """Forget every trace when a number or array the function reads from outside its arguments

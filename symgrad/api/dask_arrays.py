@@ -24,7 +24,7 @@ import re
 
 import numpy as np
 
-from ..compile.recipe import KernelRecipe
+from ..compile.recipe import BatchSumRecipe, KernelRecipe
 from ..emit.names import spec_name
 from ..errors import ShapeError, format_error
 from ..runtime.gufunc import _as_float_array
@@ -54,6 +54,69 @@ def apply_entry(entry, leaves: list, fn_name: str):
     """
     import dask.array as da
 
+    spec, name, constants, arrays, cores, dtype = _prepare(da, entry, leaves, fn_name)
+    in_sig = [f"({','.join(f'i{k}_{j}' for j in range(len(c)))})" for k, c in enumerate(cores)]
+    out_sig = [f"({','.join(f'o{m}_{j}' for j in range(len(c)))})" for m, c in enumerate(spec.out_cores)]
+    sizes = {f"o{m}_{j}": n for m, c in enumerate(spec.out_cores) for j, n in enumerate(c)}
+    recipe = KernelRecipe(name, entry.key, entry.fn.__globals__["__symgrad_source__"], constants)
+    n_out = len(spec.out_cores)
+    return da.apply_gufunc(
+        recipe, f"{','.join(in_sig)}->{','.join(out_sig)}", *arrays,
+        output_dtypes=[dtype] * n_out if n_out > 1 else dtype, output_sizes=sizes,
+        vectorize=False, allow_rechunk=False, token=re.sub(r"[^A-Za-z0-9_]", "_", name))
+
+
+def apply_entry_sum(entry, leaves: list, fn_name: str):
+    """The lazy Dask equivalent of ``entry.fn(*leaves)`` summed over all batch dimensions.
+
+    Each block (a chunk of the batch, every core whole) is one task that runs the summing kernel
+    (:mod:`symgrad.emit.batch_sum`) through a :class:`~symgrad.compile.recipe.BatchSumRecipe`
+    and returns the block's float64 partial sums, packed into one vector of ``K`` floats (the
+    sum of the outputs' core sizes); Dask's ``sum`` tree-reduces the partials (its default
+    ``split_every``), and the total is split into the outputs.  No per-row result is ever held.
+
+    Args: as :func:`apply_entry`.
+    Returns:
+      One Dask array per kernel output (a tuple if several), shaped ``out_core``, float32 if
+      every non-Python-number input is float32 (partials summed in float64, rounded once at the
+      end), else float64.
+    Raises:
+      ShapeError: a core dimension of a Dask argument is split over several chunks.
+      DTypeError: an argument is complex or not numeric.
+    """
+    import dask.array as da
+
+    from .batch_sum import sum_parts
+
+    spec, name, constants, arrays, cores, dtype = _prepare(da, entry, leaves, fn_name)
+    parts = sum_parts(entry)
+    _compile_sum_here(parts, leaves, spec.in_cores)
+    n_loop = max([a.ndim - len(c) for a, c in zip(arrays, cores)] + [0])
+    loop = tuple(f"l{j}" for j in range(n_loop))
+    arginds = []
+    for k, (a, c) in enumerate(zip(arrays, cores)):
+        nloop = a.ndim - len(c)
+        arginds += [a, loop[n_loop - nloop:] + tuple(f"c{k}_{j}" for j in range(len(c)))]
+    size = [int(np.prod(c)) for c in spec.out_cores]
+    recipe = BatchSumRecipe(KernelRecipe(name, entry.key, entry.fn.__globals__["__symgrad_source__"], constants),
+                            parts.spec_attr, parts.key, parts.source, parts.names, n_loop)
+    partials = da.blockwise(recipe, loop + ("k",), *arginds, new_axes={"k": sum(size)},
+                            adjust_chunks={ind: 1 for ind in loop}, concatenate=True, dtype=np.float64,
+                            meta=np.empty((0,) * (n_loop + 1)),
+                            token=re.sub(r"[^A-Za-z0-9_]", "_", name) + "_sum")
+    total = partials.sum(axis=tuple(range(n_loop)), dtype=np.float64) if n_loop else partials
+    outs, start = [], 0
+    for core, n in zip(spec.out_cores, size):
+        out = total[start:start + n].reshape(core) if len(size) > 1 else total.reshape(core)
+        outs.append(out.astype(dtype) if dtype != np.float64 else out)
+        start += n
+    return tuple(outs) if len(outs) > 1 else outs[0]
+
+
+def _prepare(da, entry, leaves, fn_name):
+    """(spec, kernel name, {position: Python number}, array arguments with batch chunks unified,
+    their core shapes, result dtype) for a call of ``entry`` on ``leaves``; compiles the kernel
+    here for the blocks' dtypes (see :func:`_compile_here`)."""
     spec = entry.fn.__globals__[spec_name(entry.fn.__name__)]
     name = entry.fn.__name__
     names = list(entry.program.arg_names)
@@ -71,25 +134,27 @@ def apply_entry(entry, leaves: list, fn_name: str):
         cores.append(tuple(core))
     dtype = np.result_type(*strong) if strong else np.dtype(np.float64)
     _compile_here(entry.fn, leaves, spec.in_cores)
-    arrays = _unify_batch_chunks(da, arrays, cores)
-    in_sig = [f"({','.join(f'i{k}_{j}' for j in range(len(c)))})" for k, c in enumerate(cores)]
-    out_sig = [f"({','.join(f'o{m}_{j}' for j in range(len(c)))})" for m, c in enumerate(spec.out_cores)]
-    sizes = {f"o{m}_{j}": n for m, c in enumerate(spec.out_cores) for j, n in enumerate(c)}
-    recipe = KernelRecipe(name, entry.key, entry.fn.__globals__["__symgrad_source__"], constants)
-    n_out = len(spec.out_cores)
-    return da.apply_gufunc(
-        recipe, f"{','.join(in_sig)}->{','.join(out_sig)}", *arrays,
-        output_dtypes=[dtype] * n_out if n_out > 1 else dtype, output_sizes=sizes,
-        vectorize=False, allow_rechunk=False, token=re.sub(r"[^A-Za-z0-9_]", "_", name))
+    return spec, name, constants, _unify_batch_chunks(da, arrays, cores), cores, dtype
 
 
 _COMPILED: set = set()
 
 
-def _compile_here(fn, leaves, in_cores) -> None:
-    """Call the kernel once here on one-element batches like the blocks (same dtypes, ranks and
-    Python numbers), so Numba compiles it in this process and writes its disk cache: workers on this
-    machine then load machine code instead of compiling (each would otherwise compile once)."""
+def _compile_sum_here(parts, leaves, in_cores) -> None:
+    """Run the summing kernel once here on one-element batches like the blocks', so Numba
+    compiles it in this process and writes its disk cache (see :func:`_compile_here`)."""
+    from ..runtime.gufunc import gufunc_sum
+
+    probe = _probe(leaves, in_cores)
+    key = (id(parts), tuple((p.dtype.str, p.ndim) if isinstance(p, np.ndarray) else type(p) for p in probe))
+    if key not in _COMPILED:
+        gufunc_sum(parts.spec, parts.kernels, tuple(probe))
+        _COMPILED.add(key)
+
+
+def _probe(leaves, in_cores) -> list:
+    """Zero arrays shaped like one element of each leaf's batch (same dtype and rank); Python
+    numbers as they are."""
     probe = []
     for leaf, core in zip(leaves, in_cores):
         if type(leaf) in (float, int, bool):
@@ -98,6 +163,14 @@ def _compile_here(fn, leaves, in_cores) -> None:
             batch_nd = len(np.shape(leaf)) - len(core)
             probe.append(np.zeros((1,) * batch_nd + tuple(core), dtype=leaf.dtype if hasattr(leaf, "dtype")
                                   else np.asarray(leaf).dtype))
+    return probe
+
+
+def _compile_here(fn, leaves, in_cores) -> None:
+    """Call the kernel once here on one-element batches like the blocks (same dtypes, ranks and
+    Python numbers), so Numba compiles it in this process and writes its disk cache: workers on this
+    machine then load machine code instead of compiling (each would otherwise compile once)."""
+    probe = _probe(leaves, in_cores)
     key = (id(fn), tuple((p.dtype.str, p.ndim) if isinstance(p, np.ndarray) else type(p) for p in probe))
     if key not in _COMPILED:
         fn(*probe)

@@ -216,6 +216,20 @@ def _loaded_or(key: str, load):
         return mod if mod is not None else load()
 
 
+def loaded_module(key: str):
+    """The module already loaded in this process for cache key ``key`` (a summing module of
+    :mod:`symgrad.emit.batch_sum` takes its kernel module's cores from it).
+
+    Raises:
+      LookupError: no module with that key was loaded in this process.
+    """
+    mod = _MODULES.get(key)
+    if mod is None:
+        raise LookupError(f"symgrad: no generated module with cache key {key[:12]}... is loaded in this process "
+                          f"(load the kernel module before the module that uses it)")
+    return mod
+
+
 def cached_module(name: str, key: str):
     """The module for ``key`` if it is loaded or on disk (and intact), else None."""
     def load():

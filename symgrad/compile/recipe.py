@@ -75,6 +75,62 @@ class KernelRecipe:
         return np.asarray(out)
 
 
+class BatchSumRecipe:
+    """A kernel's outputs summed over one block's batch dimensions, packed for a Dask reduction.
+
+    Calling it on one block (arrays shaped ``batch + core``, as :class:`KernelRecipe` takes them)
+    loads the kernel module and its summing module (:mod:`symgrad.emit.batch_sum`) once per
+    process and returns a float64 array of shape ``(1,) * n_loop + (K,)``: every output summed
+    over the block's rows, flattened and concatenated (``K`` = the sum of the outputs' core
+    sizes).  Dask then tree-sums these partials over the blocks.
+
+    Args:
+      kernel: the :class:`KernelRecipe` of the kernel (its module, key, entry name, constants).
+      spec_attr: the kernel module's name for the kernel's ``GufuncSpec``.
+      sum_key, sum_source: cache key and source text of the summing module.
+      sum_names: ``{dtype: summing kernel name}`` in the summing module.
+      n_loop: the number of batch dimensions of the Dask result (the block's partial keeps one
+        axis of length 1 per batch dimension, so blocks line up as Dask's blockwise expects).
+    """
+
+    __slots__ = ("kernel", "spec_attr", "sum_key", "sum_source", "sum_names", "n_loop")
+
+    def __init__(self, kernel: KernelRecipe, spec_attr: str, sum_key: str, sum_source: str,
+                 sum_names: dict, n_loop: int):
+        self.kernel, self.spec_attr, self.sum_key, self.sum_source = kernel, spec_attr, sum_key, sum_source
+        self.sum_names, self.n_loop = dict(sum_names), n_loop
+
+    def __getstate__(self):
+        return (self.kernel, self.spec_attr, self.sum_key, self.sum_source, self.sum_names, self.n_loop)
+
+    def __setstate__(self, state):
+        self.kernel, self.spec_attr, self.sum_key, self.sum_source, self.sum_names, self.n_loop = state
+
+    def __dask_tokenize__(self):
+        return ("symgrad.BatchSumRecipe", self.kernel.__dask_tokenize__(), self.sum_key, self.n_loop)
+
+    def __repr__(self) -> str:
+        return f"BatchSumRecipe({self.kernel.name!r}, key={self.kernel.key[:12]}...)"
+
+    def kernels(self):
+        """(the kernel's GufuncSpec, {dtype: summing kernel}), loading both modules in this process."""
+        module = load_module(self.kernel.name, self.kernel.key, self.kernel.source)
+        sums = load_module(self.kernel.name + "_sum", self.sum_key, self.sum_source)
+        return getattr(module, self.spec_attr), {d: getattr(sums, n) for d, n in self.sum_names.items()}
+
+    def __call__(self, *arrays):
+        """One block's partial sums: float64, shape ``(1,) * n_loop + (K,)``."""
+        from ..runtime.gufunc import gufunc_sum
+
+        args = list(arrays)
+        for pos in sorted(self.kernel.constants):
+            args.insert(pos, self.kernel.constants[pos])
+        spec, kernels = self.kernels()
+        _, sums = gufunc_sum(spec, kernels, tuple(args))
+        packed = np.concatenate([s.reshape(-1) for s in sums]) if sums else np.zeros(0)
+        return packed.reshape((1,) * self.n_loop + (packed.size,))
+
+
 def dask_setup(worker=None) -> None:
     """Warm a Dask worker at start-up: ``LocalCluster(preload=["symgrad.compile.recipe"])`` or
     ``dask worker --preload symgrad.compile.recipe``.

@@ -168,20 +168,80 @@ def _call_blocked(kernel, consts, views, outs, spec, batch, dtype):
     call allocates little beyond its outputs.  Outputs are C-contiguous, so each
     block of them is a view the kernel writes into directly.
     """
-    per_item = max([math.prod(c) for c in (*spec.in_cores, *spec.out_cores)] + [1])
-    if not batch:
-        blocks = [((), 1)]
-    else:
-        target = max(1, BLOCK_ELEMENTS // per_item)
-        axis, inner = len(batch) - 1, 1  # a block: a range along ``axis`` times all of the later axes
-        while axis > 0 and inner * batch[axis] < target:
-            inner *= batch[axis]
-            axis -= 1
-        step = max(1, target // inner)
-        blocks = [((*outer, slice(i, i + step)), (min(i + step, batch[axis]) - i) * inner)
-                  for outer in np.ndindex(*batch[:axis]) for i in range(0, batch[axis], step)]
-    for idx, m in blocks:
+    for idx, m in _blocks(spec, batch):
         ins = [(v[idx] if v.dtype == dtype else v[idx].astype(dtype)).reshape((m,) + tuple(core))
                for v, core in zip(views, spec.in_cores)]
         kernel(*ins, *consts, *[_flat_view(o[idx], m, core) for o, core in zip(outs, spec.out_cores)])
         del ins  # free this block's copies before the next block makes its own
+
+
+def _blocks(spec, batch) -> list:
+    """``(index, rows)`` per block of about BLOCK_ELEMENTS elements of ``batch``: a range along one
+    axis times all of the later axes, so each block of a C-contiguous array is one strided run."""
+    if not batch:
+        return [((), 1)]
+    per_item = max([math.prod(c) for c in (*spec.in_cores, *spec.out_cores)] + [1])
+    target = max(1, BLOCK_ELEMENTS // per_item)
+    axis, inner = len(batch) - 1, 1
+    while axis > 0 and inner * batch[axis] < target:
+        inner *= batch[axis]
+        axis -= 1
+    step = max(1, target // inner)
+    return [((*outer, slice(i, i + step)), (min(i + step, batch[axis]) - i) * inner)
+            for outer in np.ndindex(*batch[:axis]) for i in range(0, batch[axis], step)]
+
+
+def gufunc_sum(spec: GufuncSpec, sum_kernels: dict, args: tuple):
+    """The kernel's outputs summed over all batch dimensions, without an array of per-row outputs.
+
+    Arguments are taken as :func:`gufunc_call` takes them (NumPy arrays or Python numbers shaped
+    ``batch + core``, batch shapes broadcast together, Python numbers weakly typed, integers
+    converted to float64).  ``sum_kernels[dtype]`` is the summing kernel of
+    :mod:`symgrad.emit.batch_sum`: it adds each row's outputs, in float64 partial sums, into
+    float64 accumulators.  Inputs that are one strided run over the batch are passed whole;
+    others (broadcast along several axes, or needing a dtype conversion) block by block.
+
+    Returns:
+      ``(dtype, sums)``: the dtype the kernel ran in ("float32" if every non-Python-number argument
+      is float32, else "float64") and one float64 array per output, shaped ``out_core`` (0-d for a
+      scalar output).  Empty batches sum to zeros.
+    Raises:
+      ShapeError: an argument's trailing dimensions are not its core shape, or batch shapes do not
+        broadcast.
+      DTypeError: an argument is complex, not numeric, or a float type other than float32/64.
+    """
+    arrays, weak = [], []
+    for k, a in enumerate(args):
+        arr, is_weak = _as_float_array(spec.name, k, a)
+        arrays.append(arr)
+        weak.append(is_weak)
+    strong = [a.dtype if a.dtype.kind == "f" else np.dtype(np.float64) for a, w in zip(arrays, weak) if not w]
+    dtype = np.result_type(*strong).name if strong else "float64"
+    batch_shapes = []
+    for k, (arr, core) in enumerate(zip(arrays, spec.in_cores)):
+        nd = len(core)
+        if arr.ndim < nd or tuple(arr.shape[arr.ndim - nd:]) != tuple(core):
+            raise ShapeError(f"{spec.name}: argument {k} has shape {arr.shape}, but this function was compiled "
+                             f"for core shape {tuple(core)}.\n  Do instead: pass arrays whose trailing "
+                             f"dimensions are {tuple(core)}.")
+        batch_shapes.append(arr.shape[:arr.ndim - nd])
+    try:
+        batch = np.broadcast_shapes(*batch_shapes)
+    except ValueError:
+        raise ShapeError(f"{spec.name}: batch shapes {batch_shapes} do not broadcast together.\n"
+                         f"  Do instead: give the arguments broadcast-compatible leading dimensions.") from None
+    n = math.prod(batch)
+    sums = [np.zeros(math.prod(core)) for core in spec.out_cores]
+    if n == 0:
+        return dtype, [s.reshape(core) for s, core in zip(sums, spec.out_cores)]
+    views = [np.broadcast_to(arr.astype(dtype, copy=False) if arr.size <= BLOCK_ELEMENTS else arr,
+                             batch + tuple(core)) for arr, core in zip(arrays, spec.in_cores)]
+    kernel, consts = sum_kernels[dtype], spec.consts_for(dtype)
+    flat = [_flat_view(v, n, core) if v.dtype == dtype else None for v, core in zip(views, spec.in_cores)]
+    if all(f is not None for f in flat):
+        kernel(*flat, *consts, *sums)
+    else:
+        for idx, m in _blocks(spec, batch):
+            kernel(*[(v[idx] if v.dtype == dtype else v[idx].astype(dtype)).reshape((m,) + tuple(core))
+                     for v, core in zip(views, spec.in_cores)], *consts, *sums)
+    return dtype, [s.reshape(core) for s, core in zip(sums, spec.out_cores)]

@@ -88,6 +88,32 @@ def inv(ctx, a):
     return ctx.apply("inv", _matrix(ctx, a, "inv"))
 
 
+def matrix_power(ctx, a, n):
+    """``np.linalg.matrix_power(a, n)`` for a constant integer ``n``: binary powering with ``@``
+    (as NumPy computes it), the inverse first for ``n < 0``; ``n = 0`` is the identity.
+
+    Raises:
+      TypeError: ``n`` is not an integer.
+    """
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
+        raise TypeError(format_error(f"np.linalg.matrix_power: the exponent must be a constant integer; got {n!r}",
+                                     "a matrix power is defined here by repeated products",
+                                     "pass an int (a traced or fractional power has no rule)", user_location(3)))
+    a = _matrix(ctx, a, "matrix_power")
+    n = int(n)
+    if n == 0:
+        return as_tracer(ctx, np.eye(a.shape[0]))
+    base = inv(ctx, a) if n < 0 else a
+    result, n = None, abs(n)
+    while n:
+        if n & 1:
+            result = base if result is None else result @ base
+        n >>= 1
+        if n:
+            base = base @ base
+    return result
+
+
 def solve(ctx, a, b):
     return ctx.apply("solve", _matrix(ctx, a, "solve"), _rhs(ctx, b, "solve"))
 
@@ -186,5 +212,5 @@ def norm(ctx, x, ord=None, axis=None, keepdims=False):
 FUNCTIONS = {
     np.linalg.norm: norm, np.linalg.det: det, np.linalg.slogdet: slogdet, np.linalg.inv: inv,
     np.linalg.solve: solve, np.linalg.cholesky: cholesky, np.linalg.eigh: eigh,
-    np.linalg.eigvalsh: eigvalsh, np.linalg.lstsq: lstsq,
+    np.linalg.eigvalsh: eigvalsh, np.linalg.lstsq: lstsq, np.linalg.matrix_power: matrix_power,
 }

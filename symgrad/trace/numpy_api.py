@@ -321,6 +321,9 @@ FUNCTIONS = {
     np.broadcast_to: lambda c, x, shape, **kw: c.apply("broadcast_to", x, params=(tuple(shape),)),
     np.zeros_like: lambda c, x, **kw: _as_tracer(c, np.zeros(_as_tracer(c, x).shape)),
     np.ones_like: lambda c, x, **kw: _as_tracer(c, np.ones(_as_tracer(c, x).shape)),
+    np.full_like: lambda c, x, fill_value, **kw: c.apply(
+        "broadcast_to", fill_value, params=(_as_tracer(c, x).shape,)) if isinstance(fill_value, Tracer)
+    else _as_tracer(c, np.full(_as_tracer(c, x).shape, float(fill_value))),
     np.shape: lambda c, x: _as_tracer(c, x).shape, np.ndim: lambda c, x: _as_tracer(c, x).ndim,
     np.size: lambda c, x: _as_tracer(c, x).size,
 }

@@ -145,8 +145,13 @@ def _same_shape(g, nid, shape):
     return g.shape(nid) == tuple(shape)
 
 
+_ADD_SPECIAL = frozenset(("const", "where"))  # ops _simp_add looks at
+
+
 def _simp_add(g, args, params, shape):
     a, b = args
+    if g.nodes[a].op not in _ADD_SPECIAL and g.nodes[b].op not in _ADD_SPECIAL:  # the common case
+        return None
     if g.is_const(b, 0.0) and _same_shape(g, a, shape):
         return a
     if g.is_const(a, 0.0) and _same_shape(g, b, shape):

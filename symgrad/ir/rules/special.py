@@ -106,16 +106,54 @@ def _const(g_of, v):
 
 # -- mpmath evaluations of functions mpmath lacks under SciPy's name ---------------------
 
+def _mp_ndtri_tail(q):
+    """The ``z < 0`` with ``Phi(z) = q`` for ``0 < q <= 1/2``, at the working precision: Newton's
+    method on ``log Phi(z) = log q`` (``Phi`` by mpmath's ``erfc``, relatively accurate however far
+    in the tail), from SciPy's float64 ``ndtri`` or, below its range, ``-sqrt(-2 log q)``; the
+    error squares at each step.  mpmath's own ``erfinv`` solves ``erf(y) = 2q - 1`` by
+    ``findroot`` and takes minutes near -1 at high precision."""
+    import scipy.special  # (symgrad imports SciPy only where a SciPy function is used)
+
+    q = mpmath.mpf(q)
+    fq = float(q)
+    z = mpmath.mpf(float(scipy.special.ndtri(fq))) if fq > 1e-300 else -mpmath.sqrt(-2 * mpmath.log(q))
+    log_q, tol = mpmath.log(q), mpmath.mpf(2) ** (8 - mpmath.mp.prec)
+    for _ in range(200):
+        cdf = mpmath.erfc(-z / mpmath.sqrt(2)) / 2
+        step = (mpmath.log(cdf) - log_q) * cdf / mpmath.npdf(z)
+        z -= step
+        if abs(step) <= tol * abs(z):
+            break
+    return z
+
+
 def _mp_ndtri(p):
+    """``scipy.special.ndtri`` (the standard normal quantile) in mpmath; NaN outside [0, 1]."""
     if not 0 < p < 1:
         return mpmath.nan if p < 0 or p > 1 else (-mpmath.inf if p == 0 else mpmath.inf)
-    with mpmath.extraprec(max(0, -int(mpmath.log(min(p, 1 - p), 2))) + 20):
-        return mpmath.sqrt(2) * mpmath.erfinv(2 * p - 1)
+    with mpmath.extraprec(20):
+        return +_mp_ndtri_tail(p) if p <= 0.5 else -_mp_ndtri_tail(1 - mpmath.mpf(p))
+
+
+def _mp_erfinv(y):
+    """``erfinv(y) = ndtri((1 + y) / 2) / sqrt(2)`` (DLMF 7.17), with the tail taken on the side
+    of ``y`` (no cancellation in ``1 - y`` for ``y`` near 1); NaN outside [-1, 1]."""
+    if not -1 < y < 1:
+        return mpmath.nan if y < -1 or y > 1 else mpmath.inf * y
+    with mpmath.extraprec(20):
+        y = mpmath.mpf(y)
+        z = _mp_ndtri_tail((1 + y) / 2) if y <= 0 else -_mp_ndtri_tail((1 - y) / 2)
+        return z / mpmath.sqrt(2)
 
 
 def _mp_erfcinv(x):
-    with mpmath.extraprec(max(0, -int(mpmath.log(min(x, 2 - x), 2))) + 20 if 0 < x < 2 else 20):
-        return mpmath.erfinv(1 - x)
+    """``erfcinv(x) = -ndtri(x / 2) / sqrt(2)`` for ``0 < x < 2`` (DLMF 7.17)."""
+    if not 0 < x < 2:
+        return mpmath.nan if x < 0 or x > 2 else (mpmath.inf if x == 0 else -mpmath.inf)
+    with mpmath.extraprec(20):
+        x = mpmath.mpf(x)
+        z = _mp_ndtri_tail(x / 2) if x <= 1 else -_mp_ndtri_tail(1 - x / 2)
+        return -z / mpmath.sqrt(2)
 
 
 def _gamma_family(fn):
@@ -207,7 +245,7 @@ _special("ndtri", 1, _scipy("ndtri"), ndtri, lambda out, p: (_SQRT_2PI * (0.5 * 
          ref="inverse function rule: 1/ndtr'(ndtri(p)) (DLMF 7.17)")
 
 _special("erfinv", 1, _scipy("erfinv"), sp.erfinv, lambda out, x: ((0.5 * _SQRT_PI) * (out * out).exp(),),
-         mpmath=mpmath.erfinv, ufuncs=("scipy.special.erfinv",), cython="erfinv", domain=(_UNIT,),
+         mpmath=_mp_erfinv, ufuncs=("scipy.special.erfinv",), cython="erfinv", domain=(_UNIT,),
          ref="DLMF 7.17: inverse function rule, erfinv' = sqrt(pi)/2 exp(erfinv^2)")
 _special("erfcinv", 1, _scipy("erfcinv"), sp.erfcinv, lambda out, x: ((-0.5 * _SQRT_PI) * (out * out).exp(),),
          mpmath=_mp_erfcinv, ufuncs=("scipy.special.erfcinv",), cython="erfcinv", domain=(_PROB,),
