@@ -24,10 +24,31 @@ from ..ir.interpret import sympy_number
 from ..ir.ops import REGISTRY
 from ..ir.ddprogram import OP_NAME as DD_REGION
 from ..stabilize.budget import StabilizeBudgetExceeded, cpu_clock, hard_deadline
+from ..stabilize.search import _tree_size
 
 MAX_REGION_NODES = 60
 DEFAULT_BUDGET_S = float(os.environ.get("SYMGRAD_STABILIZE_BUDGET", "1.0"))  # CPU seconds per program
 ACCURATE_MEAN_BITS = 1.5  # regions this accurate on average, and within 2 ulps everywhere probed, are not searched
+# A region's search may use at most the remaining budget over this many (or over the regions left
+# to search, if fewer): one expensive region cannot starve the rest (the 24-input regions of a
+# scalar-loop MLP take ~0.3 s each uncut), and a program with one losing region gets it all.
+SHARE_OF_REGIONS = 4
+# A region is searched as ``stabilize()`` alone searches it (on its own ``n_points`` sample per dtype,
+# checked on its own check sample) when that sample's estimated cost is at most OWN_SAMPLE_FRACTION
+# of the region's share of the budget; otherwise on the triage's shared points and the shared check.
+# The shared points (32 per dtype, fewer where the reference is not finite) are free but few: too few
+# to rank close candidates (sqrt(x+1) - sqrt(x)'s derivative: 20/13 finite points picked a 2-ulp
+# form; mish'' and the logistic density'' lost accuracy at a 10 s budget).  The estimate is
+# SAMPLE_COST_S per tree node and point, times (1 + inputs / 8): measured here, 2 x 256 points cost
+# 0.05-0.25 s for one-input regions of 13-97 nodes (1.5-13 us per node and point, ~5 typical) and
+# ~0.9 s for the 98-node, 24-input regions of a (4, 4) scalar-loop MLP (~18 us).
+OWN_SAMPLE_FRACTION = 0.25
+SAMPLE_COST_S = 5e-6
+
+
+def _own_sample_cost(expr, variables, n_points: int = 256, dtypes: int = 2) -> float:
+    """Estimated CPU seconds of the search's own sample of ``expr`` (see ``SAMPLE_COST_S``)."""
+    return SAMPLE_COST_S * _tree_size(expr, 10**5) * n_points * dtypes * (1 + len(variables) / 8)
 
 
 def _region_size(g: Graph, root: int, limit: int) -> int:
@@ -240,8 +261,12 @@ def stabilize_kernel(g: Graph, kernel: KernelDef, budget_s: float | None = None)
     The whole kernel gets one budget of ``budget_s`` CPU seconds (default
     ``$SYMGRAD_STABILIZE_BUDGET``, else 1 s), sampling and references included: a cheap
     triage (:func:`symgrad.stabilize.triage.triage`, one small sample shared by every
-    region) picks the regions that lose accuracy, and those are searched worst first; with
-    budget left, the other regions get the finer per-region probe
+    region) picks the regions that lose accuracy, and those are searched worst first (largest mean
+    error, then largest max), on the triage's own points and references, and checked on one
+    shared set of fresh points (:meth:`symgrad.stabilize.triage.TriageResult.check_samples`); each
+    region gets at most the remaining budget over ``SHARE_OF_REGIONS`` (or over the losing regions
+    left, if fewer).  With budget left, the other regions get the finer
+    per-region probe
     (:func:`symgrad.stabilize.needs_search`) and a search if it finds error.  The CPU time
     spent is stored in ``kernel.stabilize_cpu_s`` (not in the header lines, which go into
     the generated source and stay deterministic; the first one summarises triage and
@@ -276,9 +301,14 @@ def stabilize_kernel(g: Graph, kernel: KernelDef, budget_s: float | None = None)
         except StabilizeBudgetExceeded:
             cands, stopped = [], 0
         order = list(range(len(cands)))
+        cost = [_own_sample_cost(c[2], c[3]) for c in cands]
+        if tri is not None:  # the shared check sample: references for the regions likely to use it
+            first = (deadline - cpu_clock()) / max(1, min(sum(tri.needs_search), SHARE_OF_REGIONS))
+            tri.check_rows = [n and c > OWN_SAMPLE_FRACTION * first for n, c in zip(tri.needs_search, cost)]
         if tri is not None:  # losing regions worst first, then the others get the finer probe
             flagged = sum(tri.needs_search)
-            order.sort(key=lambda i: (not tri.needs_search[i], -tri.mean_bits[i]))
+            order.sort(key=lambda i: (not tri.needs_search[i], -tri.mean_bits[i], -tri.max_bits[i]))
+        left = flagged if tri is not None else len(order)  # regions still to search (for the share)
         for rank, i in enumerate(order):
             root, name, expr, leaves = cands[i]
             variables = sorted(leaves, key=lambda s: s.name)
@@ -289,8 +319,13 @@ def stabilize_kernel(g: Graph, kernel: KernelDef, budget_s: float | None = None)
                 if (tri is None or not tri.needs_search[i]) and not _needs_search(expr, variables):
                     _use_canonical(g, root, name, expr, leaves, header, mapping)
                     continue
-                res = stabilize(expr, variables, budget_s=deadline - cpu_clock(),
-                                widen_float32=root in names and _scalar_cores(kernel))
+                share = (deadline - cpu_clock()) / max(1, min(left, SHARE_OF_REGIONS))
+                left -= 1
+                shared = tri is not None and cost[i] > OWN_SAMPLE_FRACTION * share
+                res = stabilize(expr, variables, budget_s=share,
+                                widen_float32=root in names and _scalar_cores(kernel),
+                                samples=tri.samples(i) if shared else None,
+                                check=(lambda i=i: tri.check_samples(i)) if shared else None)
                 if cpu_clock() > deadline:  # a step inside may have skipped work at the deadline
                     raise StabilizeBudgetExceeded(name)
             except NotImplementedError as exc:  # an op the error model cannot sample: keep the derived form

@@ -46,6 +46,12 @@ from .widen import NAME, TWO_ULPS, stress_sample, widen_record
 __all__ = ["stabilize", "needs_search", "StabilizeResult", "RewriteRecord", "bits_of_error_report", "DEFAULT_WORK"]
 
 
+# Of ``budget_s``, the search may use this fraction; the rest is room for verification, the float32
+# widening, the per-dtype regime decision and the double-double region, which run only while the
+# budget lasts (a search that used its whole cap would otherwise leave none of them any time).
+SEARCH_SHARE = 0.75
+
+
 def _summary(bits_before: dict, bits_after: dict) -> dict:
     out = {}
     for dt in sorted(bits_before, key=str):
@@ -57,7 +63,8 @@ def _summary(bits_before: dict, bits_after: dict) -> dict:
 
 def stabilize(expr: sp.Expr, variables: Sequence[sp.Symbol], *, domain: Mapping | None = None,
               budget_s: float = 2.0, dtypes: Sequence[str] = ("float64", "float32"), seed: int = 0,
-              n_points: int = 256, work: int = DEFAULT_WORK, widen_float32: bool = True) -> StabilizeResult:
+              n_points: int = 256, work: int = DEFAULT_WORK, widen_float32: bool = True,
+              samples: Mapping | None = None, check=None) -> StabilizeResult:
     """Search for a numerically more accurate equivalent of ``expr``.
 
     Args:
@@ -66,7 +73,8 @@ def stabilize(expr: sp.Expr, variables: Sequence[sp.Symbol], *, domain: Mapping 
         domain: optional ``{symbol: (lo, hi)}``; default all finite floats where
             the exact value is finite and real.
         budget_s: safety cap in CPU seconds of the calling thread (``budget.cpu_clock``,
-            sampling included), so neither other processes nor other threads cut the search.  The
+            sampling included), so neither other processes nor other threads cut the search
+            (the search itself stops at ``SEARCH_SHARE`` of it, leaving the rest to the steps after).  The
             search itself is bounded by the deterministic ``work`` budget; the cap only
             matters for very expensive expressions or a very slow machine.
         work: deterministic work budget in units (about one per scored candidate).
@@ -78,6 +86,14 @@ def stabilize(expr: sp.Expr, variables: Sequence[sp.Symbol], *, domain: Mapping 
         widen_float32: float32 kernels may compute in float64 and round once (scalar cores);
             False (array cores): no widening is proposed, and the never-worse check and the
             per-dtype regime decision score float32 arithmetic.
+        samples: optional ``{dtype: Sample}`` (:class:`.accuracy.Sample`, correctly rounded
+            references of ``expr``) the search scores on instead of drawing ``n_points`` of its
+            own: the program pass hands over the triage's shared points
+            (:meth:`.triage.TriageResult.samples`), whose references are already paid for.
+        check: optional zero-argument callable giving the ``{dtype: Sample}`` of the never-worse
+            check (:func:`.accept.accept`) instead of :func:`.accept.check_samples`; called only
+            when a rewrite is to be checked (the program pass shares one check sample,
+            :meth:`.triage.TriageResult.check_samples`).
 
     Returns:
         :class:`StabilizeResult` with the chosen expression and the applied rewrites; a regime
@@ -89,8 +105,9 @@ def stabilize(expr: sp.Expr, variables: Sequence[sp.Symbol], *, domain: Mapping 
     """
     t0 = cpu_clock()
     expr = sp.sympify(expr)
-    s = Search(expr, variables, domain, budget_s, tuple(dtypes), seed, n_points, work=work)
-    with deadline(t0 + 0.75 * budget_s):  # leave room for verification and regimes
+    s = Search(expr, variables, domain, SEARCH_SHARE * budget_s, tuple(dtypes), seed, n_points, work=work,
+               samples=samples)
+    with deadline(t0 + SEARCH_SHARE * budget_s):
         best = s.run()
     records = []
     for st in best.history:
@@ -108,13 +125,14 @@ def stabilize(expr: sp.Expr, variables: Sequence[sp.Symbol], *, domain: Mapping 
     form, wide, note = best.expr, widen is not None, None
     single = best.history[-1].before if best.history and best.history[-1].name == "regime_split" else None
     if records:  # never worse than the formula as written, on fresh and ordinary inputs
-        form, wide, note = accept(expr, best.expr, wide, s.vars, domain, tuple(dtypes), s.samples, single)
+        form, wide, note = accept(expr, best.expr, wide, s.vars, domain, tuple(dtypes), s.samples, single, check)
     if note is not None:
         wide = wide and form != expr  # the formula as written is kept as it is
         records, summary = _after_acceptance(expr, best.expr, form, wide, records, s, dtypes)
     others: dict = {}  # dtype -> its own form (a regime split that gains nothing there)
     if form != expr and cpu_clock() - t0 < budget_s:
-        form, others, records = _regimes_per_dtype(expr, form, wide, records, summary, s, domain, dtypes, single)
+        form, others, records = _regimes_per_dtype(expr, form, wide, records, summary, s, domain, dtypes, single,
+                                                   check)
     if "float64" in s.samples and dd_regions_enabled() and cpu_clock() - t0 < budget_s:  # float64 beyond 2 ulps
         hit = dd_region(others.get("float64", form), s.vars, s.samples["float64"], expr, domain, t0 + budget_s)
         if hit is not None:
@@ -129,12 +147,12 @@ def stabilize(expr: sp.Expr, variables: Sequence[sp.Symbol], *, domain: Mapping 
                            summary, s.used, s.timed_out, wide, note, others)
 
 
-def _regimes_per_dtype(expr, form, wide, records, summary, s, domain, dtypes, single):
+def _regimes_per_dtype(expr, form, wide, records, summary, s, domain, dtypes, single, check=None):
     """``(form, {dtype: other form}, records)`` once each dtype decided whether ``form``'s regime
     split gains there (:func:`.dtype_regimes.decide_regimes`).  ``form`` stays the split when some
     dtype keeps it, else it becomes the first dtype's single form; ``summary`` is updated for the
     dtypes that changed (on the search's sample, as the rest of it)."""
-    forms, extra = decide_regimes(expr, form, wide, s.vars, domain, tuple(dtypes), s.samples, single)
+    forms, extra = decide_regimes(expr, form, wide, s.vars, domain, tuple(dtypes), s.samples, single, check)
     if not extra:
         return form, {}, records
     if all(f != form for f in forms.values()):  # no dtype keeps the split

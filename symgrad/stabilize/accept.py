@@ -37,12 +37,13 @@ References:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Mapping, Sequence
+from typing import Callable, Mapping, Sequence
 
 import numpy as np
 import sympy as sp
 
 from .accuracy import MAX_BITS, Sample, ulp_bits
+from .budget import check_deadline
 from .numeric import compile_numpy
 from .reference import compile_mpmath, reference_values
 from .regimes import best_split
@@ -50,7 +51,7 @@ from .search import _cond_bits
 from .sampling import domain_bounds, sample_points
 from .result import evaluate_result
 
-__all__ = ["check_samples", "verdict", "accept", "Verdict", "MEAN_SLACK"]
+__all__ = ["check_points", "check_samples", "the_check_samples", "verdict", "accept", "Verdict", "MEAN_SLACK"]
 
 MEAN_SLACK = 0.5  # bits of mean error the chosen form may lose against the original
 ONE_ULP = 1.0 + 1e-9
@@ -87,9 +88,19 @@ def _ordinary(variables, domain, dt, rng) -> np.ndarray:
 _CACHE: dict = {}
 
 
+def check_points(variables: Sequence[sp.Symbol], domain: Mapping | None, dtype) -> np.ndarray:
+    """The check's points of ``dtype``: ``N_FRESH`` bit-pattern points and the ordinary grid or tuples
+    (deterministic: seeded by ``SEED`` and the dtype), duplicates removed."""
+    dt = np.dtype(dtype)
+    rng = np.random.default_rng([SEED, dt.itemsize])
+    X = np.concatenate([sample_points(variables, domain, dt, N_FRESH, rng), _ordinary(variables, domain, dt, rng)])
+    return np.unique(X, axis=0)
+
+
 def check_samples(orig: sp.Expr, variables: Sequence[sp.Symbol], domain: Mapping | None,
                   dtypes: Sequence[str]) -> dict:
-    """``{dtype: Sample}`` of fresh and ordinary points with finite references of ``orig``."""
+    """``{dtype: Sample}`` of fresh and ordinary points (:func:`check_points`) with finite
+    references of ``orig``."""
     key = (sp.srepr(orig), tuple(map(str, variables)), repr(sorted((str(k), v) for k, v in (domain or {}).items())),
            tuple(dtypes))
     if key in _CACHE:
@@ -98,9 +109,7 @@ def check_samples(orig: sp.Expr, variables: Sequence[sp.Symbol], domain: Mapping
     out = {}
     for dt in dtypes:
         dt = np.dtype(dt)
-        rng = np.random.default_rng([SEED, dt.itemsize])
-        X = np.concatenate([sample_points(variables, domain, dt, N_FRESH, rng), _ordinary(variables, domain, dt, rng)])
-        X = np.unique(X, axis=0)
+        X = check_points(variables, domain, dt)
         ref = reference_values(fn, X, dt)
         ok = np.isfinite(ref)
         out[str(dt)] = Sample(dt, X[ok], ref[ok])
@@ -108,6 +117,14 @@ def check_samples(orig: sp.Expr, variables: Sequence[sp.Symbol], domain: Mapping
         _CACHE.clear()
     _CACHE[key] = out
     return out
+
+
+def the_check_samples(orig, variables, domain, dtypes, check: Callable[[], dict] | None) -> dict:
+    """``check()`` restricted to ``dtypes`` when given, else :func:`check_samples`."""
+    if check is None:
+        return check_samples(orig, variables, domain, dtypes)
+    given = check()
+    return {str(np.dtype(dt)): given[str(np.dtype(dt))] for dt in dtypes if str(np.dtype(dt)) in given}
 
 
 @dataclass(frozen=True)
@@ -133,6 +150,7 @@ def kernel_bits(expr, widen, variables, s: Sample) -> np.ndarray:
     (float32 through float64 when ``widen``); one value per point."""
     if not len(s.X):
         return np.zeros(0)
+    check_deadline()  # the program's stabiliser budget (a no-op outside one)
     with np.errstate(all="ignore"):
         return ulp_bits(evaluate_result(expr, widen, variables, s.X, s.dtype), s.ref)
 
@@ -260,19 +278,22 @@ def split_with_original(orig, chosen, widen, variables, samples: dict):
 
 
 def accept(orig: sp.Expr, chosen: sp.Expr, widen: bool, variables: Sequence[sp.Symbol],
-           domain: Mapping | None, dtypes: Sequence[str], seen: dict | None = None, single=None):
+           domain: Mapping | None, dtypes: Sequence[str], seen: dict | None = None, single=None,
+           check: Callable[[], dict] | None = None):
     """``(form, widen, note)``: ``chosen`` if it passes, a repaired regime split, or ``orig``.
 
     ``seen`` (``{dtype: Sample}``, the search's own sample) is checked too: its references
     are already paid for, and a repair must not be judged on the fresh points alone.
     ``single``: the best one-formula form before a regime split (see :func:`repair_regimes`).
+    ``check``: gives the ``{dtype: Sample}`` to check on instead of :func:`check_samples` (the
+    program pass's shared check points, :meth:`.triage.TriageResult.check_samples`).
 
     ``note`` is None when ``chosen`` passed, else one line saying what was repaired or
     reverted and why (the per-dtype mean bits and lost points on the check sample).
     """
     if chosen == orig and not widen:
         return chosen, widen, None
-    samples = check_samples(orig, variables, domain, dtypes)
+    samples = the_check_samples(orig, variables, domain, dtypes, check)
     if seen:
         samples = {dt: Sample(s.dtype, np.concatenate([s.X, seen[dt].X]), np.concatenate([s.ref, seen[dt].ref]))
                    if dt in seen else s for dt, s in samples.items()}

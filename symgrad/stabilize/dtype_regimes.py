@@ -33,7 +33,7 @@ from typing import Mapping, Sequence
 import numpy as np
 import sympy as sp
 
-from .accept import check_samples, kernel_bits, verdict
+from .accept import kernel_bits, the_check_samples, verdict
 from .accuracy import MAX_BITS, Sample
 from .budget import StabilizeBudgetExceeded
 from .result import RewriteRecord
@@ -82,7 +82,8 @@ def _gains(split, single) -> bool:
 
 
 def decide_regimes(orig: sp.Expr, form: sp.Expr, widen: bool, variables: Sequence[sp.Symbol],
-                   domain: Mapping | None, dtypes: Sequence[str], seen: dict | None = None, single=None):
+                   domain: Mapping | None, dtypes: Sequence[str], seen: dict | None = None, single=None,
+                   check=None):
     """Which form each dtype's kernel computes when ``form`` is a regime split.
 
     Args:
@@ -94,6 +95,8 @@ def decide_regimes(orig: sp.Expr, form: sp.Expr, widen: bool, variables: Sequenc
         dtypes: dtype names (``"float64"``, ``"float32"``).
         seen: ``{dtype: Sample}``, the search's own sample (checked too).
         single: the best one-formula form before the split, if the search made it.
+        check: gives the check sample instead of :func:`~.accept.check_samples` (see
+            :func:`~.accept.accept`).
 
     Returns:
         ``({dtype: form}, [RewriteRecord])``: the form of every dtype in ``dtypes`` (``form``
@@ -111,7 +114,7 @@ def decide_regimes(orig: sp.Expr, form: sp.Expr, widen: bool, variables: Sequenc
     if not alts:
         return {}, []
     try:
-        samples = check_samples(orig, variables, domain, dtypes)
+        samples = the_check_samples(orig, variables, domain, dtypes, check)
         if seen:
             samples = {dt: Sample(s.dtype, np.concatenate([s.X, seen[dt].X]), np.concatenate([s.ref, seen[dt].ref]))
                        if dt in seen else s for dt, s in samples.items()}

@@ -43,7 +43,7 @@ def inner_nodes(expr: sp.Expr):
 
 
 def local_errors(expr: sp.Expr, variables: Sequence[sp.Symbol], sample: Sample, point_err: np.ndarray,
-                 n_points: int = 24) -> list[tuple[float, sp.Expr]]:
+                 n_points: int = 24, memo: dict | None = None) -> list[tuple[float, sp.Expr]]:
     """Local bits of error of each inner node, largest first.
 
     Args:
@@ -53,6 +53,9 @@ def local_errors(expr: sp.Expr, variables: Sequence[sp.Symbol], sample: Sample, 
         point_err: bits of error of ``expr`` at ``sample`` points (used to pick
             the ``n_points`` worst points, where localisation matters).
         n_points: number of points examined.
+        memo: optional ``{(node, dtype, sample index): reference}`` kept across calls on the same
+            sample (a search localises several candidates that share most of their nodes); only
+            the nodes with a missing point are evaluated.
 
     Returns:
         ``[(mean_local_bits, node), ...]`` sorted by decreasing error (ties by preorder).
@@ -69,7 +72,14 @@ def local_errors(expr: sp.Expr, variables: Sequence[sp.Symbol], sample: Sample, 
     # reference_values_many); mpmath only where that pass does not certify the rounding
     need = list(dict.fromkeys(n for node in inner_nodes(expr) for n in (node, *node.args)
                               if isinstance(n, sp.Expr) and n.free_symbols and n not in variables))
-    exact.update(zip(need, reference_values_many(need, variables, X, sample.dtype)))
+    if memo is None:
+        exact.update(zip(need, reference_values_many(need, variables, X, sample.dtype)))
+    else:
+        dt = str(sample.dtype)
+        new = [n for n in need if any((n, dt, i) not in memo for i in idx)]
+        for n, ref in zip(new, reference_values_many(new, variables, X, sample.dtype)):
+            memo.update(((n, dt, i), r) for i, r in zip(idx, ref))
+        exact.update((n, np.array([memo[n, dt, i] for i in idx], dtype=sample.dtype)) for n in need)
 
     def exact_of(node):
         if node not in exact:

@@ -46,7 +46,7 @@ import numpy as np
 import sympy as sp
 
 from .accuracy import make_sample, point_bits, ulp_bits
-from .budget import cpu_clock
+from .budget import check_deadline, cpu_clock
 from .localize import local_errors
 from .numeric import compile_numpy
 from .reference import compile_mpmath
@@ -138,17 +138,20 @@ class Search:
     """One stabilisation run (state shared by the phases)."""
 
     def __init__(self, expr, variables, domain, budget_s, dtypes, seed, n_points, work=DEFAULT_WORK,
-                 beam=4, rounds=4):
+                 beam=4, rounds=4, samples=None):
         self.t0 = cpu_clock()
         self.expr, self.vars, self.domain = expr, list(variables), domain
         self.budget_s, self.work, self.beam, self.rounds = budget_s, work, beam, rounds
         self.used = 0
         self.exhausted = False
         self.timed_out = False
-        self.samples = {dt: make_sample(expr, self.vars, dt, domain=domain, n=n_points, seed=seed)
-                        for dt in dtypes}
+        # given samples (the program triage's shared points, see .triage) replace the search's own
+        self.samples = {dt: samples[dt] if samples is not None and dt in samples else
+                        make_sample(expr, self.vars, dt, domain=domain, n=n_points, seed=seed) for dt in dtypes}
         self.seen: dict = {}
         self._cond: dict = {}
+        self._local: dict = {}  # (node, dtype, sample index) -> correctly rounded reference (localisation)
+        self._variants: dict = {}  # node -> algebraic_variants(node)
         self.max_size = 3 * _tree_size(expr, 10**6) + 40
         self.orig = self.score(expr, ())
 
@@ -157,6 +160,7 @@ class Search:
         self.used += COST[what] * k
 
     def out_of_budget(self) -> bool:
+        check_deadline()  # the program's stabiliser budget (a no-op outside one)
         if self.used >= self.work:
             self.exhausted = True
         elif cpu_clock() - self.t0 > self.budget_s:
@@ -175,6 +179,7 @@ class Search:
             self.seen[expr] = None  # a reordering that removes no NaN/inf would only change the rounding
             return None
         self.charge("score")
+        check_deadline()
         try:
             bits = {dt: point_bits(expr, self.vars, s) for dt, s in self.samples.items()}
         except Exception:  # noqa: BLE001 - a candidate the evaluator cannot handle is dropped
@@ -309,7 +314,7 @@ class Search:
         self.charge("localize")
         worst = {}
         for dt, s in self.samples.items():
-            for err, node in local_errors(c.expr, self.vars, s, c.bits[dt], n_points=12):
+            for err, node in local_errors(c.expr, self.vars, s, c.bits[dt], n_points=12, memo=self._local):
                 worst[node] = worst.get(node, 0.0) + err
         return sorted(worst, key=lambda n: (-worst[n], sp.default_sort_key(n)))[:top]
 
@@ -330,7 +335,9 @@ class Search:
             if path is None:
                 continue
             self.charge("algebraic")
-            for name, new in algebraic_variants(node):
+            if node not in self._variants:
+                self._variants[node] = algebraic_variants(node)
+            for name, new in self._variants[node]:
                 e = replace_at(c.expr, path, new)
                 out.append((e, c.history + (Step(name, node, new, c.expr, e),), True))
         return out
@@ -522,6 +529,7 @@ def _cond_bits(fn, row) -> float:
         for j in range(len(args)):
             if not args[j]:
                 continue
+            check_deadline()  # one evaluation per input at 320 bits: 24 inputs take a while
             a2 = list(args)
             a2[j] = args[j] * (1 + h)
             f1 = fn(a2)

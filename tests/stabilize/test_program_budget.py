@@ -1,0 +1,132 @@
+"""The program pass's budget is spent on searches (issue 15 point 1, issue 16 point 5).
+
+Searches reuse the triage's shared points and references and one shared never-worse check
+sample, and each region gets a share of the remaining budget.  Values are checked against
+mpmath; budgets through the numbers the stabiliser reports (never wall time).
+"""
+from __future__ import annotations
+
+import re
+
+import mpmath
+import numpy as np
+import pytest
+import sympy as sp
+
+import symgrad as sg
+from symgrad.api.stabilize_pass import DEFAULT_BUDGET_S
+from symgrad.stabilize.accept import check_samples
+from symgrad.stabilize.accuracy import ulp_bits
+from symgrad.stabilize.reference import compile_mpmath, reference_values
+from symgrad.stabilize.triage import triage
+
+from ..test_buildtime import make_mlp
+
+SUMMARY = re.compile(r"(\d+) region\(s\) triaged, (\d+) losing accuracy, (\d+) searched")
+
+
+@pytest.mark.parametrize("budget", [DEFAULT_BUDGET_S, 3.0])
+def test_mlp_4x4_searches_regions_within_the_program_budget(budget, monkeypatch):
+    """(4, 4): 25 regions, 22 losing accuracy; each search used to draw its own 512-point mpmath
+    sample (~0.9 s CPU per 24-input region), so the 1 s budget ended with 0 searched.  At the
+    default budget the number searched (3-6 here) depends on how far the shared check sample's
+    references get, so only the budget is held; with 3 s, searches must happen."""
+    import symgrad.api.stabilize_pass as sp_pass
+
+    monkeypatch.setattr(sp_pass, "DEFAULT_BUDGET_S", budget)
+    loss, grad_ref, n = make_mlp(4, 4)
+    rw = sg.trace(loss, np.zeros(n), signature="(n)->()").rewrites()
+    summary = next(m for m in map(SUMMARY.search, rw.notes) if m)
+    triaged, losing, searched = map(int, summary.groups())
+    assert (triaged, losing) == (25, 22), rw.notes
+    assert searched <= losing
+    if budget > DEFAULT_BUDGET_S:
+        assert searched >= 2, rw.notes
+    assert rw.cpu_s <= budget + 0.1, rw.notes  # a single SymPy call may end past the deadline
+    p = np.random.default_rng(1).standard_normal(n) * 0.3
+    np.testing.assert_allclose(sg.grad(loss, signature="(n)->()")(p), grad_ref(p), rtol=1e-12, atol=1e-15)
+
+
+def _gelu2_reference():
+    x = sp.Symbol("x", real=True)
+    c, k = sp.Rational(float(np.sqrt(2 / np.pi))), sp.Rational(0.044715)  # the float64 constants, exactly
+    fn = sp.lambdify(x, sp.diff(x / 2 * (1 + sp.tanh(c * (x + k * x**3))), x, 2), "mpmath")
+
+    def ref(v):
+        with mpmath.workprec(3000):
+            return +fn(mpmath.mpf(float(v)))
+    return ref
+
+
+def _gelu2_kappa(v: float) -> float:
+    """|x f'''(x) / f''(x)| of GELU (tanh form) at ``v`` (mpmath, 3000 bits)."""
+    x = sp.Symbol("x", real=True)
+    c, k = sp.Rational(float(np.sqrt(2 / np.pi))), sp.Rational(0.044715)
+    f2 = sp.diff(x / 2 * (1 + sp.tanh(c * (x + k * x**3))), x, 2)
+    fn2, fn3 = sp.lambdify(x, f2, "mpmath"), sp.lambdify(x, sp.diff(f2, x), "mpmath")
+    with mpmath.workprec(3000):
+        t = mpmath.mpf(v)
+        return float(abs(t * fn3(t) / fn2(t)))
+
+
+def test_gelu_second_derivative_at_the_default_budget():
+    """GELU'' (tanh form) at x = -18 is -5.7e-189; the derived form gave 0.0 (1 - tanh(u)**2
+    cancels), and float32 at -6.4 gave 0 (truth -1.8e-10); both needed a larger budget.  Held to
+    the criterion of test_ml_functions: log2(3) + log2(1 + kappa) bits, kappa = |x f'''/f''| (at -18,
+    kappa = 1.3e3 and the kernel is 6 ulps off; at -6.4, kappa = 62 and 8 ulps; 0-2 ulps elsewhere)."""
+    gelu = lambda x: 0.5 * x * (1 + np.tanh(np.sqrt(2 / np.pi) * (x + 0.044715 * x**3)))  # noqa: E731
+    g2 = sg.grad(sg.grad(gelu))
+    ref = _gelu2_reference()
+    for dtype, xs in (("float64", (-18.0, -6.4, -3.0, 0.5, 2.0)), ("float32", (-6.4, -3.0, 0.5, 2.0))):
+        for x in xs:
+            x = np.dtype(dtype).type(x)
+            got, want = g2(x), np.dtype(dtype).type(float(ref(float(x))))
+            assert np.asarray(got).dtype == np.dtype(dtype)
+            limit = np.log2(3) + np.log2(1 + _gelu2_kappa(float(x))) + 1e-9
+            bits = float(ulp_bits(np.asarray([got]), np.asarray([want]))[0])
+            assert bits <= limit, (dtype, float(x), got, want, bits, limit)
+
+
+def test_triage_samples_are_correctly_rounded_references():
+    """The points a search gets from the triage carry the correctly rounded references (as
+    :func:`reference_values` computes them), non-finite ones dropped, each expression's columns."""
+    x, y = sp.symbols("x y", real=True)
+    exprs = [sp.log(1 + sp.exp(x)), sp.exp(x) - sp.exp(y), sp.sqrt(y + 1) - sp.sqrt(y)]
+    vs = [[x], [x, y], [y]]
+    res = triage(exprs, vs)
+    for i, (e, v) in enumerate(zip(exprs, vs)):
+        for dt, s in res.samples(i).items():
+            assert s.X.shape[1] == len(v) and len(s.X) > 0
+            assert np.all(np.isfinite(s.ref))
+            want = reference_values(compile_mpmath(e, v), s.X, dt)
+            np.testing.assert_array_equal(s.ref, want)
+        for dt, s in res.check_samples(i).items():  # the shared check: same points as accept's own
+            own = check_samples(e, v, None, (dt,))[dt] if len(v) == 2 else None
+            want = reference_values(compile_mpmath(e, v), s.X, dt)
+            np.testing.assert_array_equal(s.ref, want)
+            if own is not None:  # two inputs, as the union: the very points accept draws itself
+                np.testing.assert_array_equal(s.X, own.X)
+
+
+def test_cheap_region_searches_on_its_own_sample(monkeypatch):
+    """A region whose own 256-point sample is cheap against its budget share is searched as
+    ``stabilize()`` alone searches it (the triage's 20/13 finite points of sqrt(x+1) - sqrt(x)'s
+    derivative ranked a 2-ulp form first); the values are then within 1.58 bits of mpmath."""
+    import symgrad.api.stabilize_pass as sp_pass
+    import symgrad.stabilize as stab
+
+    calls, orig = [], stab.stabilize
+
+    def spy(expr, variables, **kw):
+        calls.append(kw.get("samples"))
+        return orig(expr, variables, **kw)
+
+    monkeypatch.setattr(stab, "stabilize", spy)
+    monkeypatch.setattr(sp_pass, "DEFAULT_BUDGET_S", 10.0)
+    g = sg.grad(lambda v: np.sqrt(v + 1) - np.sqrt(v))
+    X = np.array([9.96902888e-07, 6.54048561e-05, 5.12820513e+00])
+    got = g(X)
+    assert calls == [None]  # one region, on its own sample
+    v = sp.Symbol("v", positive=True)
+    want = reference_values(compile_mpmath(sp.diff(sp.sqrt(v + 1) - sp.sqrt(v), v), [v]), X[:, None], "float64")
+    assert np.all(np.abs(got - want) <= 2 * np.spacing(np.abs(want))), (got, want)
