@@ -12,6 +12,11 @@ dimensions (the NumPy gufunc model) and picks the dtype variant.  Kernels are
 would reassociate and undo stable rewrites, the numpy error model makes
 division by zero give inf/nan instead of raising, and nogil lets threads (Dask's
 threaded scheduler, a thread pool) run kernels in parallel; it does not change results.
+Scalar cores are the exception: Python calls them for one point (the entry point's
+float fast path, a NumPy scalar), where releasing and taking back the GIL costs more
+than the core itself (about 35 ns against 15-80 ns), and nothing runs long enough
+meanwhile to profit; inside a batch loop, which is nogil, the GIL flag of the core
+it calls or inlines plays no part.
 """
 from __future__ import annotations
 
@@ -28,9 +33,12 @@ from .prelude import helper_source, helpers_used
 from .printer import KernelIO, array_constants, print_body
 
 JIT = '@numba.njit(cache=True, fastmath=False, error_model="numpy", nogil=True)'
-# A scalar core (every argument and output a scalar: an elementwise kernel) is inlined into its batch
-# loop in Numba IR, so LLVM sees one loop body and can vectorise it (a call per element cannot be).
-JIT_INLINE = '@numba.njit(cache=True, fastmath=False, error_model="numpy", nogil=True, inline="always")'
+# A scalar core (every argument and output a scalar) keeps the GIL: Python calls it for one point,
+# and nogil's release and re-acquire would cost more than the arithmetic (see the module docstring).
+JIT_SCALAR = '@numba.njit(cache=True, fastmath=False, error_model="numpy")'
+# A small scalar core (an elementwise kernel) is inlined into its batch loop in Numba IR, so LLVM sees
+# one loop body and can vectorise it (a call per element cannot be).
+JIT_INLINE = '@numba.njit(cache=True, fastmath=False, error_model="numpy", inline="always")'
 MAX_INLINE_ARGS = 24
 JIT_PARALLEL = '@numba.njit(cache=True, fastmath=False, error_model="numpy", nogil=True, parallel=True)'
 RUNTIME_IMPORT = "from symgrad.runtime.gufunc import GufuncSpec, gufunc_call"
@@ -124,7 +132,9 @@ def emit_kernel(g: Graph, k: KernelDef, dtypes=DTYPES, max_ops: int | None = Non
             lines += _indent(pbody)
             if pret:
                 lines.append(f"    return {', '.join(pret)}")
-        lines += ["", JIT_INLINE if small_scalar_core and not parts else JIT, f"def {k.name}_{sfx}({params}):",
+        scalar_core = all(a.shape == () for a in k.args) and not arr_outs
+        deco = (JIT_INLINE if small_scalar_core and not parts else JIT_SCALAR) if scalar_core else JIT
+        lines += ["", deco, f"def {k.name}_{sfx}({params}):",
                   f"    {docstring(doc)}"]
         if widen:  # float32 in, float32 out, float64 in between (see symgrad.stabilize.widen)
             lines += [f"    {a} = np.float64({a})" for a in arg_names]
