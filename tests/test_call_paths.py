@@ -56,3 +56,119 @@ def test_global_changed_after_compiling_is_seen_with_float_arguments():
     finally:
         W = 2.0
     assert g(1.0) == 6.0
+
+
+# -- Hessian-vector products: sg.hvp's per-call lookup and the compiled callable -----------------
+def rosen(x):
+    return np.sum(100.0 * (x[1:] - x[:-1] ** 2) ** 2 + (1.0 - x[:-1]) ** 2)
+
+
+def _points(n, seed):
+    rng = np.random.default_rng(seed)
+    return rng.uniform(-2, 2, n), rng.standard_normal(n)
+
+
+def test_hvp_per_call_form_matches_scipy():
+    from scipy.optimize import rosen_hess_prod
+
+    for n in (100, 7):
+        x, v = _points(n, n)
+        for _ in range(3):  # the first call builds; later ones take the cached fast path
+            np.testing.assert_allclose(sg.hvp(rosen, (x,), (v,), signature="(n)->()"), rosen_hess_prod(x, v),
+                                       rtol=1e-12, atol=1e-9)
+    x, v = _points(100, 1)
+    xb, vb = np.stack([x, -x]), np.stack([v, 2 * v])  # a batch: one product per row
+    got = sg.hvp(rosen, (xb,), (vb,), signature="(n)->()")
+    for k in range(2):
+        np.testing.assert_allclose(got[k], rosen_hess_prod(xb[k], vb[k]), rtol=1e-12, atol=1e-9)
+    # arrays the fast path's tests send to the general path: strided views, Fortran order, float32, lists
+    xs, vs = np.repeat(x, 2)[::2], np.repeat(v, 2)[::2]
+    np.testing.assert_allclose(sg.hvp(rosen, (xs,), (vs,), signature="(n)->()"), rosen_hess_prod(x, v), rtol=1e-12,
+                               atol=1e-9)
+    np.testing.assert_allclose(sg.hvp(rosen, [x], [v], signature="(n)->()"), rosen_hess_prod(x, v), rtol=1e-12,
+                               atol=1e-9)
+    got32 = sg.hvp(rosen, (x.astype(np.float32),), (v.astype(np.float32),), signature="(n)->()")
+    assert got32.dtype == np.float32
+    np.testing.assert_allclose(got32, rosen_hess_prod(x, v), rtol=1e-3, atol=1e-2)
+
+
+def test_hessian_vector_product_callable_matches_scipy():
+    from scipy.optimize import rosen_hess_prod
+
+    h = sg.hessian_vector_product(rosen, signature="(n)->()")
+    x, v = _points(100, 2)
+    for _ in range(3):  # built, then routed straight to the generated entry point
+        np.testing.assert_allclose(h(x, v), rosen_hess_prod(x, v), rtol=1e-12, atol=1e-9)
+    x7, v7 = _points(7, 3)  # another core size: back through the general path, compiled again
+    np.testing.assert_allclose(h(x7, v7), rosen_hess_prod(x7, v7), rtol=1e-12, atol=1e-9)
+    np.testing.assert_allclose(h(x, v), rosen_hess_prod(x, v), rtol=1e-12, atol=1e-9)
+    xb, vb = np.stack([x, -x]), np.stack([v, 2 * v])
+    got = h(xb, vb)
+    assert got.shape == (2, 100)
+    np.testing.assert_allclose(got[1], rosen_hess_prod(-x, 2 * v), rtol=1e-12, atol=1e-9)
+    np.testing.assert_allclose(h(np.asfortranarray(x), v[::-1].copy()[::-1]), rosen_hess_prod(x, v), rtol=1e-12,
+                               atol=1e-9)
+    assert h(x.astype(np.float32), v.astype(np.float32)).dtype == np.float32
+    np.testing.assert_array_equal(h(x, v), sg.hvp(rosen, (x,), (v,), signature="(n)->()"))
+
+
+def test_hessian_vector_product_argnums_pytrees_and_scalars():
+    def f(a, b, data):
+        return np.sum(a ** 2 * b[0] ** 3) + data * np.sum(b[1] ** 2)
+
+    a, b0, b1 = np.array([1.0, 2.0]), np.array([0.5, -1.0]), np.array([3.0])
+    ta, tb = np.array([1.0, 0.0]), (np.array([0.0, 1.0]), np.array([2.0]))
+    h = sg.hessian_vector_product(f, argnums=(0, 1))
+    ha, hb = h(a, (b0, b1), 4.0, ta, tb)
+    # H @ t by hand: f = sum a_i^2 b0_i^3 + 4 sum b1^2
+    np.testing.assert_allclose(ha, 2 * b0 ** 3 * ta + 6 * a * b0 ** 2 * tb[0])
+    np.testing.assert_allclose(hb[0], 6 * a * b0 ** 2 * ta + 6 * a ** 2 * b0 * tb[0])
+    np.testing.assert_allclose(hb[1], 8.0 * tb[1])
+    h0 = sg.hessian_vector_product(f)  # argnums=0: the last argument is the one tangent
+    np.testing.assert_allclose(h0(a, (b0, b1), 4.0, ta), 2 * b0 ** 3 * ta)
+    hs = sg.hessian_vector_product(lambda x: x ** 3 * np.sin(x))
+    for _ in range(2):
+        assert math.isclose(float(hs(0.3, 2.0)), 2.0 * (6 * 0.3 * math.sin(0.3) + 6 * 0.09 * math.cos(0.3)
+                                                       - 0.027 * math.sin(0.3)), rel_tol=1e-13)
+
+
+def test_hessian_vector_product_bad_calls_are_explained():
+    import pytest
+
+    h = sg.hessian_vector_product(rosen, signature="(n)->()")
+    with pytest.raises(TypeError, match="tangent"):
+        h(np.ones(3))
+    with pytest.raises(ValueError, match="pytree structure"):
+        h(np.ones(3), (np.ones(3), np.ones(3)))
+    with pytest.raises(TypeError, match="positional"):
+        h(x=np.ones(3), v=np.ones(3))
+    with pytest.raises(TypeError, match="argnums"):
+        sg.hessian_vector_product(rosen, argnums="x")
+    with pytest.raises(sg.SignatureError):
+        sg.hessian_vector_product(lambda x: x * np.ones(2))(1.0, 1.0)
+
+
+SCALE_H = np.array([1.0, 1.0, 1.0])
+
+
+def test_hvp_fast_paths_see_a_changed_global():
+    """The HVP's cached lookups check captured values every call (a global array changed in place,
+    a global rebound)."""
+    global W
+    f = lambda x: np.sum(SCALE_H * x ** 3) * W  # noqa: E731
+    h = sg.hessian_vector_product(f)
+    x, v = np.ones(3), np.array([1.0, 2.0, 3.0])
+    for _ in range(3):
+        np.testing.assert_array_equal(sg.hvp(f, (x,), (v,)), 12.0 * v)
+        np.testing.assert_array_equal(h(x, v), 12.0 * v)
+    SCALE_H[0] = 5.0
+    try:
+        np.testing.assert_array_equal(sg.hvp(f, (x,), (v,)), 12.0 * v * SCALE_H)
+        np.testing.assert_array_equal(h(x, v), 12.0 * v * SCALE_H)
+        W = 3.0
+        np.testing.assert_array_equal(sg.hvp(f, (x,), (v,)), 18.0 * v * SCALE_H)
+        np.testing.assert_array_equal(h(x, v), 18.0 * v * SCALE_H)
+    finally:
+        SCALE_H[0], W = 1.0, 2.0
+    np.testing.assert_array_equal(sg.hvp(f, (x,), (v,)), 12.0 * v)
+    np.testing.assert_array_equal(h(x, v), 12.0 * v)
