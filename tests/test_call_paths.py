@@ -172,3 +172,24 @@ def test_hvp_fast_paths_see_a_changed_global():
         SCALE_H[0], W = 1.0, 2.0
     np.testing.assert_array_equal(sg.hvp(f, (x,), (v,)), 12.0 * v)
     np.testing.assert_array_equal(h(x, v), 12.0 * v)
+
+
+def test_array_fast_path_takes_only_what_it_can_and_gives_the_general_paths_numbers():
+    """The generated entry point's one-point path (dtype by identity, strides as a tuple, the core's
+    compiled overload) against arrays that must leave it: byte-swapped, strided, Fortran order,
+    read-only (taken: the core does not write its inputs), 2-D batch."""
+    from scipy.optimize import rosen_der
+
+    g = sg.grad(rosen, signature="(n)->()")
+    x, _ = _points(100, 5)
+    ref = rosen_der(x)
+    for _ in range(2):
+        np.testing.assert_allclose(g(x), ref, rtol=1e-13, atol=1e-10)
+    ro = x.copy()
+    ro.flags.writeable = False
+    np.testing.assert_array_equal(g(ro), g(x))
+    np.testing.assert_array_equal(g(x.astype(">f8")), g(x))
+    np.testing.assert_array_equal(g(np.repeat(x, 2)[::2]), g(x))
+    xb = np.asfortranarray(np.stack([x, 2 * x]))
+    np.testing.assert_array_equal(g(xb)[0], g(x))
+    np.testing.assert_allclose(g(xb)[1], rosen_der(2 * x), rtol=1e-13, atol=1e-10)
