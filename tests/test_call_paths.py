@@ -193,3 +193,11 @@ def test_array_fast_path_takes_only_what_it_can_and_gives_the_general_paths_numb
     xb = np.asfortranarray(np.stack([x, 2 * x]))
     np.testing.assert_array_equal(g(xb)[0], g(x))
     np.testing.assert_allclose(g(xb)[1], rosen_der(2 * x), rtol=1e-13, atol=1e-10)
+
+
+def test_scalar_arguments_with_an_array_output_take_the_fast_path():
+    """Float arguments, an array output: the one-point path allocates the output (its module defines
+    the allocation alias even with no array argument to test)."""
+    f = sg.jit(lambda s, t: np.stack([s * t, s + t]))
+    for _ in range(2):
+        np.testing.assert_array_equal(f(0.5, 4.0), [2.0, 4.5])

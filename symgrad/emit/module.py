@@ -256,7 +256,7 @@ def emit_module(g: Graph, kernels: list[KernelDef], header: list[str],
     stdlib = (["base64"] if const_lines else []) + (["math"] if re.search(r"\bmath\.", code) else [])
     out += [f"import {m}" for m in stdlib] + ([""] if stdlib else [])
     out += ["import numba", "import numpy as np", "", runtime_import]
-    if "_F64" in code:  # module-level names the array fast path reads (a global, not np's attributes)
+    if re.search(r"\b(_F64|_ndarray|_empty)\b", code):  # names the array fast path reads (globals, not np's attributes)
         out += ["", "_F64 = np.dtype(np.float64)  # the dtype object of every native float64 array",
                 "_ndarray, _empty = np.ndarray, np.empty"]
     if const_lines:
