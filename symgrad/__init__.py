@@ -1,7 +1,8 @@
 """symgrad: trace numpy functions into SymPy, differentiate on the graph, emit Numba kernels.
 
 Public API (JAX's names): :func:`jit`, :func:`grad`, :func:`value_and_grad`, :func:`vjp`,
-:func:`jvp`, :func:`jacobian`, :func:`hessian`, :func:`hvp`, :func:`trace`; derivative control:
+:func:`jvp`, :func:`jacobian`, :func:`hessian`, :func:`hvp`, :func:`trace`; a compiled Hessian-vector
+product callable: :func:`hessian_vector_product`; derivative control:
 :func:`custom_gradient`, :func:`stop_gradient`; TensorFlow-style front ends:
 :class:`GradientTape`, :class:`ForwardAccumulator`, :func:`constant`, :class:`Variable`;
 teaching: :func:`explain`.  Errors derive from :class:`SymgradError`.
@@ -15,8 +16,8 @@ from .errors import (ArgumentError, CacheWarning, DTypeError, RuleError, ShapeEr
 
 __all__ = [
     "__version__",
-    "jit", "grad", "value_and_grad", "vjp", "jvp", "jacobian", "jacfwd", "jacrev", "hessian", "hvp", "trace",
-    "Traced",
+    "jit", "grad", "value_and_grad", "vjp", "jvp", "jacobian", "jacfwd", "jacrev", "hessian", "hvp",
+    "hessian_vector_product", "trace", "Traced",
     "custom_gradient", "stop_gradient", "Variable",
     "GradientTape", "ForwardAccumulator", "EagerTensor", "constant", "convert_to_tensor",
     "explain", "Explanation",
@@ -77,7 +78,8 @@ def _import_api():
     from .api.eager import EagerTensor, constant, convert_to_tensor
     from .api.explain import explain
     from .api.explanation import Explanation
-    from .api.functions import grad, hessian, hvp, jacfwd, jacobian, jacrev, jit, jvp, value_and_grad, vjp
+    from .api.functions import (grad, hessian, hessian_vector_product, hvp, jacfwd, jacobian, jacrev, jit, jvp,
+                                value_and_grad, vjp)
     from .api.sparse import hessian_sparsity, jacobian_sparsity
     from .api.tape import GradientTape
     from .api.traced import Traced, trace

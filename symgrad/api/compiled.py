@@ -278,8 +278,11 @@ class Compiled:
         return entry
 
     def _try_route(self, entry: Entry, in_tree, leaves) -> None:
-        """Send calls straight to the compiled entry point when it can serve them (see the class)."""
-        if (entry.identity and in_tree.kind == "tuple" and self._elementwise.get(in_tree, True)
+        """Send calls straight to the compiled entry point when it can serve them (see the class).
+        Not for vjp, jvp and hvp kernels: they take inputs (cotangents, tangents) besides the
+        arguments of :attr:`public`."""
+        if (self.kind not in ("vjp", "jvp", "hvp") and entry.identity and in_tree.kind == "tuple"
+                and self._elementwise.get(in_tree, True)
                 and not self._captures
                 and all(c.kind == "leaf" for c in in_tree.children)
                 and _fixed_arity(self.fn) == len(leaves)

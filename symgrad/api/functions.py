@@ -1,4 +1,5 @@
-"""Public transformations with JAX's names: jit, grad, vjp, jvp, jacobian, hessian, hvp.
+"""Public transformations with JAX's names: jit, grad, vjp, jvp, jacobian, hessian, hvp (and
+autograd's hessian_vector_product, a compiled HVP callable).
 
 With ``signature=None`` the rule is decided while tracing
 (:func:`symgrad.trace.trace.trace_default`): a function that is elementwise in
@@ -14,8 +15,11 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import format_error
-from ..trace.pytree import tree_flatten, tree_unflatten
+from ..trace.pytree import same_structure, tree_flatten, tree_text, tree_unflatten
+from ..emit.module import c_strides
+from ..emit.names import spec_name
 from .compiled import Compiled, run_entry
+from .hvp_callable import HvpCallable
 
 
 def _fn_name(fun) -> str:
@@ -30,29 +34,11 @@ def _check_tangents(what: str, fun, primals: tuple, tangents: tuple) -> None:
             "a tangent is a direction for each primal argument", "give one tangent per primal"))
     _, p_tree = tree_flatten(primals)
     _, t_tree = tree_flatten(tangents)
-    if not _same_structure(p_tree, t_tree):
+    if not same_structure(p_tree, t_tree):
         raise ValueError(format_error(
-            f"{what} of {_fn_name(fun)}: tangents have pytree structure {_tree_text(t_tree)} but primals have "
-            f"{_tree_text(p_tree)}", "each primal leaf needs a tangent leaf in the same place",
+            f"{what} of {_fn_name(fun)}: tangents have pytree structure {tree_text(t_tree)} but primals have "
+            f"{tree_text(p_tree)}", "each primal leaf needs a tangent leaf in the same place",
             "give tangents the same nesting of tuples, lists and dicts as the primals"))
-
-
-def _same_structure(a, b) -> bool:
-    """Equal pytree structure, a tuple and a list of the same length counting as the same."""
-    seq = ("tuple", "list")
-    if a.kind != b.kind and not (a.kind in seq and b.kind in seq):
-        return False
-    return a.keys == b.keys and len(a.children) == len(b.children) and all(
-        _same_structure(x, y) for x, y in zip(a.children, b.children))
-
-
-def _tree_text(tree) -> str:
-    if tree.kind == "leaf":
-        return "*"
-    inner = [f"{k!r}: {_tree_text(c)}" for k, c in zip(tree.keys, tree.children)] if tree.kind == "dict" else \
-        [_tree_text(c) for c in tree.children]
-    text = ", ".join(inner)
-    return {"dict": f"{{{text}}}", "list": f"[{text}]"}.get(tree.kind, f"({text}{',' if len(inner) == 1 else ''})")
 
 
 def jit(fun, signature: str | None = None, *, stabilize: bool = True, parallel: bool = False,
@@ -210,10 +196,10 @@ def vjp(fun, *primals, signature: str | None = None, stabilize: bool = True):
     def vjp_fn(out_bar):
         ct_leaves, ct_tree = tree_flatten(out_bar)
         entry = back.entry_for(primals)
-        if not _same_structure(ct_tree, entry.program.out_tree):
+        if not same_structure(ct_tree, entry.program.out_tree):
             raise ValueError(format_error(
-                f"vjp of {_fn_name(fun)}: the cotangent has pytree structure {_tree_text(ct_tree)} but the output "
-                f"has {_tree_text(entry.program.out_tree)}", "vjp_fn(out_bar) takes one cotangent per output, "
+                f"vjp of {_fn_name(fun)}: the cotangent has pytree structure {tree_text(ct_tree)} but the output "
+                f"has {tree_text(entry.program.out_tree)}", "vjp_fn(out_bar) takes one cotangent per output, "
                 "in the output's structure", "pass a cotangent shaped like the output"))
         flat = run_entry(entry, [*leaves, *ct_leaves], _fn_name(fun))
         flat = [flat] if len(leaves) == 1 else list(flat)
@@ -242,19 +228,54 @@ def jvp(fun, primals, tangents, signature: str | None = None, stabilize: bool = 
     return tree_unflatten(tree, outs), tree_unflatten(tree, dots)
 
 
+_ONE_PRIMAL = (0,)  # the argnums of the HVP kernel of a one-argument call
+
+
 def hvp(fun, primals, tangents, signature: str | None = None, stabilize: bool = True):
     """Hessian-vector product H(primals) @ tangents, forward-over-reverse, never forming H.
 
-    Returns one array per primal, shaped like it (a tuple if several primals).
+    Returns one array per primal, shaped like it (a tuple if several primals).  The kernel is
+    compiled once per function and options and kept on ``fun``.  A call with one float64 array
+    primal and a tangent of its shape (tuples, as in the signature) finds it in two dictionary
+    lookups and runs the compiled core directly (a captured global that changed is still seen, and
+    traced again).  To call the same product many times, :func:`hessian_vector_product` gives a
+    callable of ``(x, v)`` built once, as ``jax.jit(lambda x, v: jax.jvp(jax.grad(f), (x,), (v,))[1])``
+    is in JAX.
     Reference: Pearlmutter, "Fast exact multiplication by the Hessian" (1994).
     """
+    if type(primals) is tuple and type(tangents) is tuple and len(primals) == 1 == len(tangents):
+        x, t = primals[0], tangents[0]  # the common call: one plain array
+        shape = x.shape if type(x) is _ndarray else None
+        if shape is not None and type(t) is _ndarray and t.shape == shape:
+            kern = getattr(fun, "__symgrad_hvp1__", _NO_KERNELS).get(signature) if stabilize is True else None
+            if kern is not None:
+                captures = kern._captures
+                if captures is not None and captures.items:
+                    kern.refresh()  # a global or closure value the trace read changed: trace again
+                plain = kern.plain_entries.get(shape)
+                if plain is not None:
+                    entry, core, strides = plain
+                    if core is not None and x.dtype is _F64 and t.dtype is _F64 and x.strides == strides \
+                            and t.strides == strides:  # the entry point's fast path, its tests made here
+                        out = _empty(shape)
+                        core(x, t, out)
+                        return out
+                    return entry.fn(x, t)
     primals, tangents = tuple(primals), tuple(tangents)
     kern = _cached(fun, "hvp", signature, stabilize, argnums=tuple(range(len(primals))))
     if len(primals) == len(tangents) and all(
             type(p) is np.ndarray and type(t) is np.ndarray and p.shape == t.shape
             for p, t in zip(primals, tangents)):  # plain arrays: no pytree to check or rebuild
+        kern.refresh()
+        if len(primals) == 1:
+            if stabilize is True:  # found by the lookup above from now on
+                _remember(fun, "__symgrad_hvp1__", signature, kern)
+            shape = primals[0].shape
+            plain = kern.plain_entries.get(shape)
+            if plain is None:
+                plain = kern.plain_entries[shape] = _plain_call(kern.entry_for(primals), shape)
+            return plain[0].fn(*primals, *tangents)
         key = tuple(p.shape for p in primals)
-        kern.refresh()  # a global or closure value the trace read changed: trace again
         entry = kern.plain_entries.get(key)
         if entry is None:
             entry = kern.plain_entries[key] = kern.entry_for(primals)
@@ -267,3 +288,74 @@ def hvp(fun, primals, tangents, signature: str | None = None, stabilize: bool = 
     flat = [flat] if len(p_leaves) == 1 else list(flat)
     out = tree_unflatten(in_tree, flat)
     return out[0] if len(primals) == 1 else out
+
+
+_ndarray, _empty = np.ndarray, np.empty
+_F64 = np.dtype(np.float64)  # the dtype object of every native float64 array
+_NO_KERNELS: dict = {}
+
+
+def _remember(fun, attr: str, key, value) -> None:
+    """``fun.<attr>[key] = value``, creating the dict; nothing for a callable that takes no attributes."""
+    table = getattr(fun, attr, None)
+    if type(table) is not dict:
+        table = {}
+        try:
+            setattr(fun, attr, table)
+        except (AttributeError, TypeError):
+            return
+    table[key] = value
+
+
+def _plain_call(entry, shape: tuple) -> tuple:
+    """``(entry, core, strides)`` for ``hvp``'s calls with one float64 array of ``shape``.
+
+    ``core`` is the generated module's ``<name>_f64_entry`` (the float64 core's compiled overload for
+    C-contiguous arrays, see ``symgrad.emit.module._array_fast_path``), called as ``core(x, v, out)``,
+    when that is exactly what the entry point's fast path does for these arguments: ``shape`` is
+    the kernel's core shape (no batch), the kernel takes no constants and returns one array, and
+    the module serves calls itself (not a tier still compiling); else None, and calls go to
+    ``entry.fn``.  ``strides`` are those of a C-contiguous float64 array of ``shape``.
+    """
+    core, fn = None, entry.fn
+    module = getattr(fn, "__globals__", None)
+    if entry.tiered is None and module is not None and shape != ():
+        spec = module.get(spec_name(fn.__name__))
+        if (spec is not None and not spec.consts and tuple(spec.in_cores) == (tuple(shape),) * 2
+                and tuple(spec.out_cores) == (tuple(shape),)):
+            core = module.get(f"{fn.__name__}_f64_entry")
+    return entry, core, c_strides(shape)
+
+
+def hessian_vector_product(fun, argnums=0, signature: str | None = None, *, stabilize: bool = True,
+                           tiered: bool | None = None):
+    """A compiled Hessian-vector product of ``fun``, built once and called many times.
+
+    ``h = hessian_vector_product(f)`` gives ``h(x, v) = H_f(x) @ v``, the same numbers as
+    ``hvp(f, (x,), (v,))`` without looking the kernel up on every call: what a JAX user writes
+    as ``jax.jit(lambda x, v: jax.jvp(jax.grad(f), (x,), (v,))[1])``, with autograd's calling
+    convention (``autograd.hessian_vector_product``): the function's arguments, then one tangent
+    per differentiated argument.
+
+    Args:
+      fun: function with one scalar core output.
+      argnums: int, or tuple of ints: the arguments the Hessian is taken with respect to.
+        ``h(*args, v)`` for an int; ``h(*args, v_0, v_1, ...)`` (one tangent per argnum, shaped
+        like that argument, pytrees allowed) for a tuple, which then returns a tuple.
+      signature, stabilize, tiered: as for :func:`jit`.
+    Returns:
+      Callable returning, per differentiated argument, the product shaped like that argument
+      (``batch + core`` with a signature: one product per batch element).
+    Raises:
+      TypeError: ``argnums`` is not an int or tuple of ints; at call time, no tangents were given.
+      ValueError: a tangent's pytree structure differs from its argument's.
+
+    Reference: Pearlmutter, "Fast exact multiplication by the Hessian" (1994): forward over
+    reverse, a small constant times the cost of ``fun``; the Hessian is never formed.
+
+    >>> import numpy as np, symgrad
+    >>> h = symgrad.hessian_vector_product(lambda x: np.sum(x ** 3), signature="(n)->()")
+    >>> h(np.array([1.0, 2.0]), np.array([1.0, 1.0]))
+    array([ 6., 12.])
+    """
+    return HvpCallable(fun, argnums, signature, stabilize=stabilize, tiered=tiered).public

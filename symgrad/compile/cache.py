@@ -310,24 +310,36 @@ def _bind_entries(mod) -> None:
     """Bind each ``<kernel>_f64_entry`` of the module to its compiled float64 overload.
 
     Called once the module's Numba cache files are set up (compiling at import would bypass
-    that); until then an entry is the core's dispatcher itself.  The entry point is only
-    called with Python floats, for which the overload computes exactly what the core does.
+    that); until then an entry is the core's dispatcher itself.  The entry point calls it only
+    with the types it has checked: Python floats for scalar cores, float64 ndarrays of the core
+    shape with C strides for array cores (see ``symgrad.emit.module._array_fast_path``), and
+    the module's own constants; for those the overload computes exactly what the core does.
     """
+    from ..runtime.gufunc import GufuncSpec  # NumPy only: Dask workers load modules without SymPy
+
+    specs = {v.name: v for v in vars(mod).values() if isinstance(v, GufuncSpec)}
     for name, core in list(vars(mod).items()):
         if name.endswith("_f64_entry") and hasattr(core, "overloads") and hasattr(core, "py_func"):
-            setattr(mod, name, _float64_entry(core, core.py_func.__code__.co_argcount))
+            setattr(mod, name, _float64_entry(core, specs.get(name[:-len("_f64_entry")])))
 
 
-def _float64_entry(core, n_args):
-    """The compiled (float64, ...) overload of ``core``, to call without Numba's type dispatch
-    (compiled now or loaded from Numba's cache); ``core`` itself on a Numba without these internals."""
-    import numba
-
-    sig = (numba.float64,) * n_args
+def _float64_entry(core, spec):
+    """The compiled overload of ``core`` for float64 arguments of its core shapes, C-contiguous
+    (compiled now or loaded from Numba's cache), to call without Numba's type dispatch;
+    ``core`` itself on a Numba without these internals or for a core it cannot type."""
     try:
+        import numba
+
+        def arg_type(core_shape):
+            return numba.float64 if core_shape == () else numba.types.Array(numba.float64, len(core_shape), "C")
+
+        sig = tuple([arg_type(tuple(c)) for c in spec.in_cores] + [numba.typeof(c) for c in spec.consts]
+                    + [arg_type(tuple(c)) for c in spec.out_cores if tuple(c) != ()])
+        if len(sig) != core.py_func.__code__.co_argcount:
+            return core
         core.compile(sig)
         return core.overloads[sig].entry_point
-    except Exception:  # a Numba without these internals: dispatch as usual
+    except Exception:  # a Numba without these internals, no spec: dispatch as usual
         return core
 
 

@@ -12,6 +12,11 @@ dimensions (the NumPy gufunc model) and picks the dtype variant.  Kernels are
 would reassociate and undo stable rewrites, the numpy error model makes
 division by zero give inf/nan instead of raising, and nogil lets threads (Dask's
 threaded scheduler, a thread pool) run kernels in parallel; it does not change results.
+Scalar cores are the exception: Python calls them for one point (the entry point's
+float fast path, a NumPy scalar), where releasing and taking back the GIL costs more
+than the core itself (about 35 ns against 15-80 ns), and nothing runs long enough
+meanwhile to profit; inside a batch loop, which is nogil, the GIL flag of the core
+it calls or inlines plays no part.
 """
 from __future__ import annotations
 
@@ -28,9 +33,12 @@ from .prelude import helper_source, helpers_used
 from .printer import KernelIO, array_constants, print_body
 
 JIT = '@numba.njit(cache=True, fastmath=False, error_model="numpy", nogil=True)'
-# A scalar core (every argument and output a scalar: an elementwise kernel) is inlined into its batch
-# loop in Numba IR, so LLVM sees one loop body and can vectorise it (a call per element cannot be).
-JIT_INLINE = '@numba.njit(cache=True, fastmath=False, error_model="numpy", nogil=True, inline="always")'
+# A scalar core (every argument and output a scalar) keeps the GIL: Python calls it for one point,
+# and nogil's release and re-acquire would cost more than the arithmetic (see the module docstring).
+JIT_SCALAR = '@numba.njit(cache=True, fastmath=False, error_model="numpy")'
+# A small scalar core (an elementwise kernel) is inlined into its batch loop in Numba IR, so LLVM sees
+# one loop body and can vectorise it (a call per element cannot be).
+JIT_INLINE = '@numba.njit(cache=True, fastmath=False, error_model="numpy", inline="always")'
 MAX_INLINE_ARGS = 24
 JIT_PARALLEL = '@numba.njit(cache=True, fastmath=False, error_model="numpy", nogil=True, parallel=True)'
 RUNTIME_IMPORT = "from symgrad.runtime.gufunc import GufuncSpec, gufunc_call"
@@ -124,7 +132,9 @@ def emit_kernel(g: Graph, k: KernelDef, dtypes=DTYPES, max_ops: int | None = Non
             lines += _indent(pbody)
             if pret:
                 lines.append(f"    return {', '.join(pret)}")
-        lines += ["", JIT_INLINE if small_scalar_core and not parts else JIT, f"def {k.name}_{sfx}({params}):",
+        scalar_core = all(a.shape == () for a in k.args) and not arr_outs
+        deco = (JIT_INLINE if small_scalar_core and not parts else JIT_SCALAR) if scalar_core else JIT
+        lines += ["", deco, f"def {k.name}_{sfx}({params}):",
                   f"    {docstring(doc)}"]
         if widen:  # float32 in, float32 out, float64 in between (see symgrad.stabilize.widen)
             lines += [f"    {a} = np.float64({a})" for a in arg_names]
@@ -159,7 +169,7 @@ def emit_wrapper(k: KernelDef, const_count: int, dtypes=DTYPES) -> list[str]:
     if scalar:
         lines.append(f"    cores={{{', '.join(repr(d) + ': ' + k.name + '_' + SUFFIX[d] for d in dtypes)}}},")
     lines[-1] = lines[-1][:-1] + ")"
-    if scalar and arg_names and "float64" in dtypes and not const_count:
+    if arg_names and "float64" in dtypes:
         lines.append(f"{fast} = {k.name}_f64  # symgrad rebinds it to the compiled float64 overload")
     lines += ["",
              f"def {k.name}({', '.join(arg_names)}):",
@@ -167,8 +177,7 @@ def emit_wrapper(k: KernelDef, const_count: int, dtypes=DTYPES) -> list[str]:
     if scalar and arg_names and "float64" in dtypes:
         test = " and ".join(f"isinstance({a}, float)" for a in arg_names)
         call_args = ", ".join(arg_names + [const_name(k.name, i) for i in range(const_count)])
-        target = fast if not const_count else f"{k.name}_f64"
-        lines += [f"    if {test}:", f"        return {target}({call_args})"]
+        lines += [f"    if {test}:", f"        return {fast}({call_args})"]
     elif arg_names and "float64" in dtypes:
         lines += _array_fast_path(k, const_count)
     par = ", parallel=True" if k.parallel else ""
@@ -179,32 +188,51 @@ def emit_wrapper(k: KernelDef, const_count: int, dtypes=DTYPES) -> list[str]:
 def _array_fast_path(k: KernelDef, const_count: int) -> list[str]:
     """Entry-point lines that call the float64 core directly for one unbatched call.
 
-    Taken when every array argument is a C-contiguous float64 ndarray of exactly its core
-    shape and every scalar argument is a float: no broadcasting, no conversion, so the
-    general gufunc path (about 10 us of Python) is skipped.
+    Taken when every array argument is a float64 ndarray of exactly its core shape with C strides
+    and every scalar argument is a float: no broadcasting, no conversion, so the general gufunc
+    path (about 10 us of Python) is skipped.  The tests are the cheap ones: the dtype by identity
+    with ``_F64`` (NumPy shares one float64 dtype object; an equal copy takes the general path)
+    and the strides as a tuple (``.flags`` builds an object per call); ``np.ndarray`` and ``np.empty``
+    are read from module-level aliases.  The core is called through ``<name>_f64_entry``, its
+    compiled overload for exactly these types once symgrad has bound it
+    (``symgrad.compile.cache._bind_entries``): Numba's type dispatch skipped.
     """
     tests = []
     for a in k.args:
         if a.shape == ():
             tests.append(f"isinstance({a.name}, float)")
         else:
-            tests.append(f"type({a.name}) is np.ndarray and {a.name}.shape == {tuple(a.shape)!r} and "
-                         f"{a.name}.dtype == np.float64 and {a.name}.flags.c_contiguous")
+            tests.append(f"type({a.name}) is _ndarray and {a.name}.shape == {tuple(a.shape)!r} and "
+                         f"{a.name}.dtype is _F64 and {a.name}.strides == {c_strides(a.shape)!r}")
+    return ["    if (" + "\n            and ".join(tests) + "):"] + _indent(_core_call(k, const_count))
+
+
+def _core_call(k: KernelDef, const_count: int) -> list[str]:
+    """Statements (indented once) running the float64 core on arguments that passed the fast-path tests."""
     arr_outs = [o for o in k.outputs if o.shape != ()]
     sca_outs = [o for o in k.outputs if o.shape == ()]
     call = ", ".join([a.name for a in k.args] + [const_name(k.name, i) for i in range(const_count)]
                      + [o.name for o in arr_outs])
-    lines = ["    if (" + "\n            and ".join(tests) + "):"]
-    lines += [f"        {o.name} = np.empty({tuple(o.shape)!r})" for o in arr_outs]
+    fast = f"{k.name}_f64_entry"
+    lines = [f"    {o.name} = _empty({tuple(o.shape)!r})" for o in arr_outs]
     if sca_outs:
-        lines.append(f"        {', '.join(o.name for o in sca_outs)}{',' if len(sca_outs) == 1 else ''} = "
-                     f"({k.name}_f64({call}),)" if len(sca_outs) == 1 else
-                     f"        {', '.join(o.name for o in sca_outs)} = {k.name}_f64({call})")
+        lines.append(f"    {', '.join(o.name for o in sca_outs)}{',' if len(sca_outs) == 1 else ''} = "
+                     f"({fast}({call}),)" if len(sca_outs) == 1 else
+                     f"    {', '.join(o.name for o in sca_outs)} = {fast}({call})")
     else:
-        lines.append(f"        {k.name}_f64({call})")
+        lines.append(f"    {fast}({call})")
     results = [o.name if o.shape != () else f"np.float64({o.name})" for o in k.outputs]
-    lines.append(f"        return {results[0] if len(results) == 1 else '(' + ', '.join(results) + ')'}")
+    lines.append(f"    return {results[0] if len(results) == 1 else '(' + ', '.join(results) + ')'}")
     return lines
+
+
+def c_strides(shape, itemsize: int = 8) -> tuple:
+    """Strides of a C-contiguous array of ``shape`` (as NumPy reports them for a fresh array)."""
+    strides, step = [], itemsize
+    for n in reversed(tuple(shape)):
+        strides.append(step)
+        step *= max(int(n), 1)
+    return tuple(reversed(strides))
 
 
 def emit_module(g: Graph, kernels: list[KernelDef], header: list[str],
@@ -228,6 +256,9 @@ def emit_module(g: Graph, kernels: list[KernelDef], header: list[str],
     stdlib = (["base64"] if const_lines else []) + (["math"] if re.search(r"\bmath\.", code) else [])
     out += [f"import {m}" for m in stdlib] + ([""] if stdlib else [])
     out += ["import numba", "import numpy as np", "", runtime_import]
+    if re.search(r"\b(_F64|_ndarray|_empty)\b", code):  # names the array fast path reads (globals, not np's attributes)
+        out += ["", "_F64 = np.dtype(np.float64)  # the dtype object of every native float64 array",
+                "_ndarray, _empty = np.ndarray, np.empty"]
     if const_lines:
         out += ["", "def _decode(data, shape, dtype):",
                 '    """A constant array stored in this file as base64 bytes."""',

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["TreeDef", "tree_flatten", "tree_unflatten", "LEAF"]
+__all__ = ["TreeDef", "tree_flatten", "tree_unflatten", "LEAF", "same_structure", "tree_text"]
 
 
 @dataclass(frozen=True)
@@ -64,3 +64,22 @@ def tree_unflatten(treedef: TreeDef, leaves) -> Any:
         return tuple(kids) if td.kind == "tuple" else kids
 
     return rec(treedef)
+
+
+def same_structure(a: TreeDef, b: TreeDef) -> bool:
+    """Equal pytree structure, a tuple and a list of the same length counting as the same."""
+    seq = ("tuple", "list")
+    if a.kind != b.kind and not (a.kind in seq and b.kind in seq):
+        return False
+    return a.keys == b.keys and len(a.children) == len(b.children) and all(
+        same_structure(x, y) for x, y in zip(a.children, b.children))
+
+
+def tree_text(tree: TreeDef) -> str:
+    """The structure as text for messages: ``(*, [*, *])``, ``{'w': *}``, one ``*`` per leaf."""
+    if tree.kind == "leaf":
+        return "*"
+    inner = [f"{k!r}: {tree_text(c)}" for k, c in zip(tree.keys, tree.children)] if tree.kind == "dict" else \
+        [tree_text(c) for c in tree.children]
+    text = ", ".join(inner)
+    return {"dict": f"{{{text}}}", "list": f"[{text}]"}.get(tree.kind, f"({text}{',' if len(inner) == 1 else ''})")
