@@ -31,7 +31,7 @@ import numpy as np
 
 from ..ir.graph import Graph
 from ..ir.ops import REGISTRY
-from ..ir.ddprogram import BINARY as DD_BINARY, OP_NAME as DD_REGION
+from ..ir.ddprogram import OP_NAME as DD_REGION, fold as fold_dd
 from ..ir.rules.structural import index_to_python, parse_spec
 from . import tape_dd
 
@@ -287,23 +287,13 @@ def _pow_literal(b: _Builder, x: int, n: float) -> int:
 def _dd_plain(b: _Builder, program: tuple, args: list[int]) -> int:
     """A double-double region's program as the plain formula float32 kernels print for it
     (:func:`symgrad.ir.rules.ddregion._plain`): one instruction per program instruction."""
-    vals: list[int] = []
-    for ins in program:
-        op = ins[0]
-        if op == "input":
-            v = args[ins[1]]
-        elif op == "const":
-            v = b.const(ins[1])
-        elif op == "powi":
-            v = _pow_literal(b, vals[ins[1]], float(ins[2]))
-        elif op == "neg" or op not in DD_BINARY:
-            if op not in OPCODE:
-                raise NotLowerable(op)
-            v = b.emit(op, vals[ins[1]])
-        else:
-            v = b.emit(op, vals[ins[1]], vals[ins[2]])
-        vals.append(v)
-    return vals[-1]
+    def unary(op, a):
+        if op not in OPCODE:
+            raise NotLowerable(op)
+        return b.emit(op, a)
+    return fold_dd(program, args, const=lambda hi, lo: b.const(hi), neg=lambda a: b.emit("neg", a),
+                   powi=lambda a, n: _pow_literal(b, a, float(n)), binary=lambda op, a, c: b.emit(op, a, c),
+                   unary=unary)
 
 
 def _dd_region(b: _Builder, g: Graph, node, regs):

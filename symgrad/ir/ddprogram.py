@@ -28,7 +28,8 @@ from . import ddmath as D
 from .interpret import sympy_number
 from .sympy_funcs import dd, expm1, log1p, sigmoid, softplus
 
-__all__ = ["dd_regions_enabled", "OP_NAME", "UNARY", "BINARY", "from_sympy_region", "to_sympy", "run", "run_many", "operation_count",
+__all__ = ["dd_regions_enabled", "OP_NAME", "UNARY", "BINARY", "from_sympy_region", "fold", "to_sympy", "run", "run_many",
+           "operation_count",
            "helper_name", "program_of", "INSTRUCTIONS"]
 
 def dd_regions_enabled() -> bool:
@@ -148,27 +149,44 @@ def from_sympy_region(u: sp.Expr, variables) -> tuple:
     return tuple(prog)
 
 
-def to_sympy(program: tuple, args) -> sp.Expr:
-    """The SymPy expression ``program`` computes from the SymPy values ``args``."""
+def fold(program: tuple, args, *, const, neg, powi, binary, unary):
+    """The value of ``program``'s last instruction, each instruction's value made by a callback
+    from its operands' values: ``args[i]`` for ``("input", i)``, ``const(hi, lo)``, ``neg(a)``,
+    ``powi(a, n)``, ``binary(op, a, b)`` for ``op`` in :data:`BINARY`, ``unary(op, a)`` for the
+    others.  One walk for every way a program is shown or lowered as a plain formula."""
     vals: list = []
     for ins in program:
         op = ins[0]
         if op == "input":
             v = args[ins[1]]
         elif op == "const":
-            v = sympy_number(ins[1]) if ins[2] == 0.0 else sp.Float(mpmath.mpf(ins[1]) + mpmath.mpf(ins[2]), 34)
-        elif op == "powi":
-            v = vals[ins[1]] ** ins[2]
+            v = const(ins[1], ins[2])
         elif op == "neg":
-            v = -vals[ins[1]]
+            v = neg(vals[ins[1]])
+        elif op == "powi":
+            v = powi(vals[ins[1]], ins[2])
         elif op in BINARY:
-            a, b = vals[ins[1]], vals[ins[2]]
-            v = a + b if op == "add" else a - b if op == "sub" else a * b if op == "mul" else a / b
+            v = binary(op, vals[ins[1]], vals[ins[2]])
         else:
-            v = {"exp": sp.exp, "expm1": expm1, "log": sp.log, "log1p": log1p, "sigmoid": sigmoid,
-                 "softplus": softplus, "sqrt": sp.sqrt}[op](vals[ins[1]])
+            v = unary(op, vals[ins[1]])
         vals.append(v)
     return vals[-1]
+
+
+_SYMPY_OF = {"exp": sp.exp, "expm1": expm1, "log": sp.log, "log1p": log1p, "sigmoid": sigmoid, "softplus": softplus,
+             "sqrt": sp.sqrt}
+_SYMPY_BINARY = {"add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b,
+                 "div": lambda a, b: a / b}
+
+
+def _sympy_const(hi: float, lo: float) -> sp.Expr:
+    return sympy_number(hi) if lo == 0.0 else sp.Float(mpmath.mpf(hi) + mpmath.mpf(lo), 34)
+
+
+def to_sympy(program: tuple, args) -> sp.Expr:
+    """The SymPy expression ``program`` computes from the SymPy values ``args``."""
+    return fold(program, args, const=_sympy_const, neg=lambda a: -a, powi=lambda a, n: a ** n,
+                binary=lambda op, a, b: _SYMPY_BINARY[op](a, b), unary=lambda op, a: _SYMPY_OF[op](a))
 
 
 def operation_count(program: tuple) -> int:
@@ -179,29 +197,12 @@ def operation_count(program: tuple) -> int:
 def run(program: tuple, *args: float) -> float:
     """Value of ``program`` at float64 ``args``, exactly as the kernel's helper computes it:
     :mod:`.ddmath` on every instruction, ``hi + lo`` rounded once at the end."""
-    hi: list = []
-    lo: list = []
-    for ins in program:
-        op = ins[0]
-        if op == "input":
-            h, l = float(args[ins[1]]), 0.0  # noqa: E741
-        elif op == "const":
-            h, l = ins[1], ins[2]  # noqa: E741
-        elif op == "neg":
-            h, l = -hi[ins[1]], -lo[ins[1]]  # noqa: E741
-        elif op == "sub":
-            a, b = ins[1], ins[2]
-            h, l = D.dd_add(hi[a], lo[a], -hi[b], -lo[b])  # noqa: E741
-        elif op == "powi":
-            h, l = D.dd_powi(hi[ins[1]], lo[ins[1]], ins[2])  # noqa: E741
-        elif op in BINARY:
-            a, b = ins[1], ins[2]
-            h, l = BINARY[op](hi[a], lo[a], hi[b], lo[b])  # noqa: E741
-        else:
-            h, l = UNARY[op](hi[ins[1]], lo[ins[1]])  # noqa: E741
-        hi.append(h)
-        lo.append(l)
-    return hi[-1] + lo[-1]
+    def binary(op, a, b):
+        return D.dd_add(*a, -b[0], -b[1]) if op == "sub" else BINARY[op](*a, *b)
+    hi, lo = fold(program, [(float(v), 0.0) for v in args], const=lambda h, l: (h, l),  # noqa: E741
+                  neg=lambda a: (-a[0], -a[1]), powi=lambda a, n: D.dd_powi(*a, n), binary=binary,
+                  unary=lambda op, a: UNARY[op](*a))
+    return hi + lo
 
 
 def run_many(program: tuple, columns) -> np.ndarray:

@@ -98,33 +98,16 @@ def gufunc_call(spec: GufuncSpec, args: tuple, parallel: bool = False):
         outs = [np.empty((1,) + tuple(core)) for core in spec.out_cores]
         spec.kernels["float64"](*[a.reshape((1,) + a.shape) for a in args], *spec.consts_for("float64"), *outs)
         return outs[0][0] if len(outs) == 1 else tuple(o[0] for o in outs)
-    arrays, weak = [], []
-    for k, a in enumerate(args):
-        arr, is_weak = _as_float_array(spec.name, k, a)
-        arrays.append(arr)
-        weak.append(is_weak)
-    strong = [a.dtype if a.dtype.kind == "f" else np.dtype(np.float64) for a, w in zip(arrays, weak) if not w]
-    dtype = np.result_type(*strong).name if strong else "float64"
+    arrays, dtype = _arrays_and_dtype(spec, args)
     if spec.cores and all(a.ndim == 0 for a in arrays):  # scalars: call the core directly
         typ = np.dtype(dtype).type
         res = spec.cores[dtype](*[typ(a) for a in arrays], *spec.consts_for(dtype))
         return tuple(typ(r) for r in res) if isinstance(res, tuple) else typ(res)
-    batch_shapes = []
-    for k, (arr, core) in enumerate(zip(arrays, spec.in_cores)):
-        nd = len(core)
-        if arr.ndim < nd or tuple(arr.shape[arr.ndim - nd:]) != tuple(core):
-            if spec.fallback is not None:  # the caller binds new core sizes (compiling again)
-                return spec.fallback(args)
-            raise ShapeError(f"{spec.name}: argument {k} has shape {arr.shape}, but this function was compiled "
-                             f"for core shape {tuple(core)} (bound at the first call).\n  Do instead: pass "
-                             f"arrays whose trailing dimensions are {tuple(core)}, or call symgrad again to "
-                             f"compile for new core sizes.")
-        batch_shapes.append(arr.shape[:arr.ndim - nd])
-    try:
-        batch = np.broadcast_shapes(*batch_shapes)
-    except ValueError:
-        raise ShapeError(f"{spec.name}: batch shapes {batch_shapes} do not broadcast together.\n"
-                         f"  Do instead: give the arguments broadcast-compatible leading dimensions.") from None
+    batch = _batch_shape(spec, arrays)
+    if isinstance(batch, int):  # argument ``batch`` does not end in its core shape
+        if spec.fallback is not None:  # the caller binds new core sizes (compiling again)
+            return spec.fallback(args)
+        raise _core_mismatch(spec, batch, arrays[batch])
     n = math.prod(batch)
     # small arrays (scalars, broadcast rows) are converted whole; large ones block by block below
     views = [np.broadcast_to(arr.astype(dtype, copy=False) if arr.size <= BLOCK_ELEMENTS else arr,
@@ -175,6 +158,50 @@ def _call_blocked(kernel, consts, views, outs, spec, batch, dtype):
         del ins  # free this block's copies before the next block makes its own
 
 
+def _arrays_and_dtype(spec, args) -> tuple[list, str]:
+    """The arguments as arrays, and the dtype the kernel runs in: float32 if every argument that is
+    not a Python number (weakly typed, as in NumPy 2) is float32, else float64.
+
+    Raises:
+      DTypeError: an argument is complex, not numeric, or a float type other than float32/64.
+    """
+    arrays, weak = [], []
+    for k, a in enumerate(args):
+        arr, is_weak = _as_float_array(spec.name, k, a)
+        arrays.append(arr)
+        weak.append(is_weak)
+    strong = [a.dtype if a.dtype.kind == "f" else np.dtype(np.float64) for a, w in zip(arrays, weak) if not w]
+    return arrays, (np.result_type(*strong).name if strong else "float64")
+
+
+def _batch_shape(spec, arrays):
+    """The broadcast batch shape of ``arrays`` (each ``batch + core``), or the index (an int) of the
+    first argument whose trailing dimensions are not its core shape.
+
+    Raises:
+      ShapeError: the batch shapes do not broadcast together.
+    """
+    batch_shapes = []
+    for k, (arr, core) in enumerate(zip(arrays, spec.in_cores)):
+        nd = len(core)
+        if arr.ndim < nd or tuple(arr.shape[arr.ndim - nd:]) != tuple(core):
+            return k
+        batch_shapes.append(arr.shape[:arr.ndim - nd])
+    try:
+        return np.broadcast_shapes(*batch_shapes)
+    except ValueError:
+        raise ShapeError(f"{spec.name}: batch shapes {batch_shapes} do not broadcast together.\n"
+                         f"  Do instead: give the arguments broadcast-compatible leading dimensions.") from None
+
+
+def _core_mismatch(spec, k: int, arr) -> ShapeError:
+    core = tuple(spec.in_cores[k])
+    return ShapeError(f"{spec.name}: argument {k} has shape {arr.shape}, but this function was compiled "
+                      f"for core shape {core} (bound at the first call).\n  Do instead: pass "
+                      f"arrays whose trailing dimensions are {core}, or call symgrad again to "
+                      f"compile for new core sizes.")
+
+
 def _blocks(spec, batch) -> list:
     """``(index, rows)`` per block of about BLOCK_ELEMENTS elements of ``batch``: a range along one
     axis times all of the later axes, so each block of a C-contiguous array is one strided run."""
@@ -210,26 +237,10 @@ def gufunc_sum(spec: GufuncSpec, sum_kernels: dict, args: tuple):
         broadcast.
       DTypeError: an argument is complex, not numeric, or a float type other than float32/64.
     """
-    arrays, weak = [], []
-    for k, a in enumerate(args):
-        arr, is_weak = _as_float_array(spec.name, k, a)
-        arrays.append(arr)
-        weak.append(is_weak)
-    strong = [a.dtype if a.dtype.kind == "f" else np.dtype(np.float64) for a, w in zip(arrays, weak) if not w]
-    dtype = np.result_type(*strong).name if strong else "float64"
-    batch_shapes = []
-    for k, (arr, core) in enumerate(zip(arrays, spec.in_cores)):
-        nd = len(core)
-        if arr.ndim < nd or tuple(arr.shape[arr.ndim - nd:]) != tuple(core):
-            raise ShapeError(f"{spec.name}: argument {k} has shape {arr.shape}, but this function was compiled "
-                             f"for core shape {tuple(core)}.\n  Do instead: pass arrays whose trailing "
-                             f"dimensions are {tuple(core)}.")
-        batch_shapes.append(arr.shape[:arr.ndim - nd])
-    try:
-        batch = np.broadcast_shapes(*batch_shapes)
-    except ValueError:
-        raise ShapeError(f"{spec.name}: batch shapes {batch_shapes} do not broadcast together.\n"
-                         f"  Do instead: give the arguments broadcast-compatible leading dimensions.") from None
+    arrays, dtype = _arrays_and_dtype(spec, args)
+    batch = _batch_shape(spec, arrays)
+    if isinstance(batch, int):
+        raise _core_mismatch(spec, batch, arrays[batch])
     n = math.prod(batch)
     sums = [np.zeros(math.prod(core)) for core in spec.out_cores]
     if n == 0:

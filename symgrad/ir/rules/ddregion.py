@@ -24,7 +24,7 @@ import mpmath
 import numpy as np
 import sympy as sp
 
-from ..ddprogram import BINARY, OP_NAME, helper_name, run_many, to_sympy
+from ..ddprogram import OP_NAME, fold, helper_name, run_many, to_sympy
 from ..ops import E, OpDef, REGISTRY, broadcast_shapes, register
 from ..sympy_funcs import dd
 
@@ -73,24 +73,10 @@ def _partials(out: E, *args: E):
 
 def _plain(ctx, program, args: list[str]) -> str:
     """The program as one plain expression in the kernel's dtype (each op's own emit facet)."""
-    texts: list[str] = []
-    for ins in program:
-        op = ins[0]
-        if op == "input":
-            t = args[ins[1]]
-        elif op == "const":
-            t = ctx.literal(ins[1])
-        elif op == "neg":
-            t = f"(-{texts[ins[1]]})"
-        elif op == "powi":
-            t = f"({texts[ins[1]]} ** {ctx.literal(float(ins[2]))})"
-        elif op in BINARY:
-            symbol = REGISTRY[op].infix[0]
-            t = f"({texts[ins[1]]} {symbol} {texts[ins[2]]})"
-        else:
-            t = REGISTRY[op].emit(ctx, _Scalar(op), [texts[ins[1]]])
-        texts.append(t)
-    return texts[-1]
+    return fold(program, args, const=lambda hi, lo: ctx.literal(hi), neg=lambda a: f"(-{a})",
+                powi=lambda a, n: f"({a} ** {ctx.literal(float(n))})",
+                binary=lambda op, a, b: f"({a} {REGISTRY[op].infix[0]} {b})",
+                unary=lambda op, a: REGISTRY[op].emit(ctx, _Scalar(op), [a]))
 
 
 class _Scalar:
