@@ -140,7 +140,12 @@ def jacfwd(fun, argnums=0, signature: str | None = None, **options):
     """``jax.jacfwd``'s name for :func:`jacobian` (same arguments and result).
 
     symgrad builds the Jacobian symbolically and picks forward or reverse accumulation by the
-    input and output sizes, so ``jacfwd`` and ``jacrev`` are the same transformation."""
+    input and output sizes, so ``jacfwd`` and ``jacrev`` are the same transformation.
+
+    One difference from JAX, as for :func:`jacobian`: with no signature, a function that is
+    elementwise in all its arguments follows NumPy's ufunc model, so ``jacfwd(lambda v: v**2)(x)``
+    gives the elementwise derivatives ``2 x`` (the Jacobian's diagonal, shape of ``x``) where JAX
+    gives the ``(n, n)`` diagonal matrix; pass ``signature="(n)->(n)"`` for the matrix."""
     return jacobian(fun, argnums, signature, **options)
 
 
@@ -168,13 +173,7 @@ def hessian(fun, argnums=0, signature: str | None = None, *, stabilize: bool = T
 def _cached(fun, kind, signature, stabilize, argnums=0):
     """One :class:`Compiled` per (function, transformation, options), kept on the function,
     so repeated ``vjp``/``jvp``/``hvp`` calls reuse traces and kernels."""
-    cache = getattr(fun, "__symgrad_cache__", None)
-    if cache is None:
-        cache = {}
-        try:
-            fun.__symgrad_cache__ = cache
-        except (AttributeError, TypeError):
-            pass
+    cache = _table(fun, "__symgrad_cache__")
     key = (kind, signature, stabilize, argnums)
     if key not in cache:
         cache[key] = Compiled(fun, kind, signature, argnums=argnums, stabilize=stabilize)
@@ -295,16 +294,22 @@ _F64 = np.dtype(np.float64)  # the dtype object of every native float64 array
 _NO_KERNELS: dict = {}
 
 
-def _remember(fun, attr: str, key, value) -> None:
-    """``fun.<attr>[key] = value``, creating the dict; nothing for a callable that takes no attributes."""
+def _table(fun, attr: str) -> dict:
+    """The dict kept on ``fun`` as ``fun.<attr>`` (created on first use); a dict kept nowhere for a
+    callable that takes no attributes (a bound method: its calls then compile again)."""
     table = getattr(fun, attr, None)
     if type(table) is not dict:
         table = {}
         try:
             setattr(fun, attr, table)
         except (AttributeError, TypeError):
-            return
-    table[key] = value
+            pass
+    return table
+
+
+def _remember(fun, attr: str, key, value) -> None:
+    """``fun.<attr>[key] = value`` (see :func:`_table`)."""
+    _table(fun, attr)[key] = value
 
 
 def _plain_call(entry, shape: tuple) -> tuple:

@@ -481,3 +481,7 @@ def test_jacfwd_and_jacrev_are_jacobian():
     want = np.cos(x)[:, None] * np.eye(3) * x[0] + np.outer(np.sin(x), [1, 0, 0]) + 2 * x[None, :]
     assert_close(sg.jacfwd(f)(x), want)
     assert_close(sg.jacrev(f)(x), want)
+    # an elementwise function: the diagonal with no signature (the ufunc rule, documented), JAX's
+    # diagonal matrix with a signature
+    assert_close(sg.jacfwd(lambda v: v ** 2)(x), 2 * x)
+    assert_close(sg.jacrev(lambda v: v ** 2, signature="(n)->(n)")(x), np.diag(2 * x))
