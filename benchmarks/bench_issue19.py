@@ -57,12 +57,18 @@ def interleaved(cands: dict, repeats: int) -> dict:
     return {k: statistics.median(v) for k, v in times.items()}
 
 
-def built(make, vecmath: bool):
-    """``make()`` built and compiled with SYMGRAD_VECMATH set as given (read at build time)."""
+def built(make, vecmath: bool, *example):
+    """``make()`` built and compiled (by one call on ``example``) with SYMGRAD_VECMATH set as given:
+    symgrad reads it when it emits the kernel, at the first call, not when ``make()`` returns."""
     old = os.environ.get("SYMGRAD_VECMATH")
     os.environ["SYMGRAD_VECMATH"] = "1" if vecmath else "0"
     try:
-        return make()
+        fn = make()
+        fn(*example)
+        wait = getattr(fn, "wait_compiled", None)
+        if wait is not None:
+            wait()
+        return fn
     finally:
         if old is None:
             del os.environ["SYMGRAD_VECMATH"]
@@ -123,9 +129,7 @@ def elementwise_rows(repeats: int) -> list:
                              lambda: np.add(np.maximum(x, 0), np.log1p(np.exp(-np.abs(x))), out=out))}
         for kind in ("df", "f"):
             make = (lambda: sg.grad(softplus)) if kind == "df" else (lambda: sg.jit(softplus))
-            fns = {"vm": built(make, True), "libm": built(make, False)}
-            for fn in fns.values():
-                fn(x[:10])  # build and compile before timing
+            fns = {"vm": built(make, True, x[:10]), "libm": built(make, False, x[:10])}
             label, np_fn = numpy_forms[kind]
             cands = {"symgrad": lambda: fns["vm"](x), "symgrad libm": lambda: fns["libm"](x), "numpy": np_fn,
                      "copy": lambda: np.copyto(out, x)}
@@ -152,7 +156,7 @@ def rosen_rows(repeats: int) -> list:
         for kind in ("gradient", "Hessian-vector product"):
             if kind == "gradient":
                 make = lambda: sg.grad(rosen, signature="(n)->()")  # noqa: E731
-                fns = {"vm": built(make, True), "libm": built(make, False)}
+                fns = {"vm": built(make, True, x), "libm": built(make, False, x)}
                 cands = {"symgrad": lambda: fns["vm"](x), "symgrad libm": lambda: fns["libm"](x),
                          "hand": lambda: grad_hand(x)}
                 ref = rosen_der(x)
