@@ -1,7 +1,8 @@
 """Generated kernels call symgrad.emit.vecmath through prelude helpers (issue 19, point 2).
 
-Opt-in (``SYMGRAD_VECMATH=1``); unset or ``0`` gives the libm calls, and the setting is part of the
-module cache key.  Kernel values are checked against 50-digit mpmath within 1 ulp of the
+On by default (``SYMGRAD_VECMATH`` unset or ``1``); ``0`` gives the libm calls, and the setting is part
+of the module cache key.  Generated modules import the functions from symgrad.emit.vecmath (compiled
+once per process, cached by Numba); standalone modules (``symgrad compile``) copy their text.  Kernel values are checked against 50-digit mpmath within 1 ulp of the
 kernel's dtype, and the batch loop of an elementwise kernel with a regime split is checked
 to vectorise (its LLVM IR holds vector arithmetic).
 """
@@ -39,18 +40,32 @@ def _newest_module(entry: str):
                 if n.startswith("symgrad_generated.") and hasattr(m, entry))
 
 
-def test_kernels_call_vecmath_when_switched_on_and_libm_by_default(monkeypatch):
-    monkeypatch.setenv("SYMGRAD_VECMATH", "1")
-    src = sg.trace(softplus, 0.5).source("grad")
-    assert "_vm_sigmoid_f64(x)" in src and "_vm_sigmoid_f32(x)" in src, src
-    assert "def _vm_sigmoid_f64(" in src and "def _sigmoid(" not in src
-    for setting in ("0", None):
+def test_kernels_call_vecmath_by_default_and_libm_when_switched_off(monkeypatch):
+    for setting in ("1", None):
         if setting is None:
-            monkeypatch.delenv("SYMGRAD_VECMATH")
+            monkeypatch.delenv("SYMGRAD_VECMATH", raising=False)
         else:
             monkeypatch.setenv("SYMGRAD_VECMATH", setting)
         src = sg.trace(softplus, 0.5).source("grad")
-        assert "_sigmoid(x)" in src and "_vm_" not in src, src
+        assert "_vm_sigmoid_f64(x)" in src and "_vm_sigmoid_f32(x)" in src, src
+        assert "sigmoid_f64 as _vm_sigmoid_f64," in src and "from symgrad.emit.vecmath import (" in src
+        assert "def _vm_sigmoid_f64(" not in src and "def _sigmoid(" not in src
+    monkeypatch.setenv("SYMGRAD_VECMATH", "0")
+    src = sg.trace(softplus, 0.5).source("grad")
+    assert "_sigmoid(x)" in src and "_vm_" not in src, src
+
+
+def test_standalone_modules_copy_the_vecmath_text(tmp_path):
+    from symgrad import aot
+
+    built = aot.build([aot.Target(softplus, (0.5,))], ("grad",), stabilize=True)
+    text = aot.module_source(built)
+    assert "def _vm_sigmoid_f64(" in text and "symgrad.emit.vecmath" not in text.replace("# ---- library", "")
+    path = aot.write(tmp_path / "softplus_aot.py", text)
+    ns: dict = {}
+    exec(compile(path.read_text(), str(path), "exec"), ns)
+    x = np.linspace(-40.0, 40.0, 81)
+    np.testing.assert_allclose(ns["softplus_grad"](x), 1 / (1 + np.exp(-x)), rtol=1e-15, atol=0)
 
 
 def test_switch_is_part_of_the_cache_key(monkeypatch):
@@ -59,7 +74,7 @@ def test_switch_is_part_of_the_cache_key(monkeypatch):
     monkeypatch.setenv("SYMGRAD_VECMATH", "0")
     off = cache_key("same parts")
     monkeypatch.delenv("SYMGRAD_VECMATH")
-    assert on != off and cache_key("same parts") == off
+    assert on != off and cache_key("same parts") == on
 
 
 def test_switching_builds_a_new_module(monkeypatch, fresh_cache):
@@ -77,7 +92,7 @@ def test_switching_builds_a_new_module(monkeypatch, fresh_cache):
 @pytest.mark.parametrize("bad", ["yes", "2", "off"])
 def test_bad_switch_value_is_a_value_error(monkeypatch, bad):
     monkeypatch.setenv("SYMGRAD_VECMATH", bad)
-    with pytest.raises(ValueError, match="SYMGRAD_VECMATH must be 0"):
+    with pytest.raises(ValueError, match="SYMGRAD_VECMATH must be 1"):
         vecmath_enabled()
 
 

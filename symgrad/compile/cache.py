@@ -320,7 +320,25 @@ def _bind_entries(mod) -> None:
     specs = {v.name: v for v in vars(mod).values() if isinstance(v, GufuncSpec)}
     for name, core in list(vars(mod).items()):
         if name.endswith("_f64_entry") and hasattr(core, "overloads") and hasattr(core, "py_func"):
-            setattr(mod, name, _float64_entry(core, specs.get(name[:-len("_f64_entry")])))
+            setattr(mod, name, _LazyEntry(mod, name, core, specs.get(name[:-len("_f64_entry")])))
+
+
+class _LazyEntry:
+    """A module's ``<kernel>_f64_entry`` until its first call, which compiles the float64 overload
+    (:func:`_float64_entry`) and rebinds the module attribute to it: a program only ever called on
+    arrays never compiles its scalar entry (the batch kernel is a separate compile)."""
+
+    def __init__(self, mod, name: str, core, spec):
+        self._mod, self._name, self._core, self._spec = mod, name, core, spec
+
+    def resolve(self):
+        """The compiled entry (compiling it now), also bound to the module attribute from now on."""
+        entry = _float64_entry(self._core, self._spec)
+        setattr(self._mod, self._name, entry)
+        return entry
+
+    def __call__(self, *args):
+        return self.resolve()(*args)
 
 
 def _float64_entry(core, spec):
@@ -362,11 +380,15 @@ def _run(filename: str, key: str, text: str, source: str):
 
 # -- Numba's cache files ---------------------------------------------------------------------------
 def _verify_numba_cache(mod) -> None:
-    """Give each Numba dispatcher of ``mod`` a checksummed index/data file implementation."""
+    """Give each Numba dispatcher defined in ``mod`` a checksummed index/data file implementation
+    (not the ones it imports, such as symgrad.emit.vecmath's: their cache files are Numba's own
+    format, which other importers read with Numba's reader)."""
     cls = _verified_cache_file_class()
     if cls is None:
         return
     for value in vars(mod).values():
+        if getattr(getattr(value, "py_func", None), "__globals__", None) is not vars(mod):
+            continue
         cache = getattr(getattr(value, "_cache", None), "_cache_file", None)
         if cache is not None and type(cache) is cls.__base__:
             cache.__class__ = cls

@@ -29,7 +29,7 @@ import numpy as np
 from ..ir.graph import Graph
 from .chunk import chunk_size, split_body
 from .names import DTYPES, SUFFIX, check_names, comment_lines, const_name, docstring, spec_name
-from .prelude import helper_source, helpers_used
+from .prelude import helper_source, helpers_used, vecmath_imports, vm_library
 from .printer import KernelIO, array_constants, print_body
 
 JIT = '@numba.njit(cache=True, fastmath=False, error_model="numpy", nogil=True)'
@@ -38,10 +38,11 @@ JIT = '@numba.njit(cache=True, fastmath=False, error_model="numpy", nogil=True)'
 JIT_SCALAR = '@numba.njit(cache=True, fastmath=False, error_model="numpy")'
 # A small scalar core (an elementwise kernel) is inlined into its batch loop in Numba IR, so LLVM sees
 # one loop body and can vectorise it (a call per element cannot be).
-JIT_INLINE = '@numba.njit(cache=True, fastmath=False, error_model="numpy", inline="always")'
+JIT_INLINE = '@numba.njit(cache=True, fastmath=False, error_model="numpy", forceinline=True)'
 MAX_INLINE_ARGS = 24
 JIT_PARALLEL = '@numba.njit(cache=True, fastmath=False, error_model="numpy", nogil=True, parallel=True)'
 RUNTIME_IMPORT = "from symgrad.runtime.gufunc import GufuncSpec, gufunc_call"
+VECMATH_IMPORT = "# vectorisable elementary functions, within 1 ulp (symgrad/emit/vecmath.py; SYMGRAD_VECMATH=0 for libm)"
 VECMATH_BANNER = "# ---- library: symgrad/emit/vecmath.py (vectorisable, within 1 ulp; SYMGRAD_VECMATH=0 for libm) ----"
 
 
@@ -249,6 +250,11 @@ def emit_module(g: Graph, kernels: list[KernelDef], header: list[str],
         wrapper_lines += emit_wrapper(k, len(c), dtypes)
     body = "\n".join(func_lines + wrapper_lines)
     helpers = helpers_used(body)
+    # vecmath's functions: imported from symgrad (compiled once per process, cached on disk by Numba)
+    # unless the module must stand alone (``symgrad compile``), which copies their text
+    imported = vecmath_imports(body, helpers) if runtime_import == RUNTIME_IMPORT else {}
+    if imported:
+        helpers = [h for h in helpers if h not in imported.values() and h not in vm_library()]
     helper_text = "\n".join(helper_source(h) for h in helpers)
     code = "\n".join(line for line in (body + "\n" + helper_text).splitlines() if not line.lstrip().startswith("#"))
     out = [c for line in header for c in comment_lines(line)]
@@ -256,6 +262,9 @@ def emit_module(g: Graph, kernels: list[KernelDef], header: list[str],
     stdlib = (["base64"] if const_lines else []) + (["math"] if re.search(r"\bmath\.", code) else [])
     out += [f"import {m}" for m in stdlib] + ([""] if stdlib else [])
     out += ["import numba", "import numpy as np", "", runtime_import]
+    if imported:
+        out += ["", VECMATH_IMPORT, "from symgrad.emit.vecmath import ("]
+        out += [f"    {name} as {alias}," for alias, name in imported.items()] + [")"]
     if re.search(r"\b(_F64|_ndarray|_empty)\b", code):  # names the array fast path reads (globals, not np's attributes)
         out += ["", "_F64 = np.dtype(np.float64)  # the dtype object of every native float64 array",
                 "_ndarray, _empty = np.ndarray, np.empty"]

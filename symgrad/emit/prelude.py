@@ -134,23 +134,20 @@ def _sc_{name}({args}):
 
 
 def vecmath_enabled() -> bool:
-    """Whether kernels call the vecmath helpers (``$SYMGRAD_VECMATH``: ``1``: yes; unset or ``0``: the
-    libm calls ``np.exp`` ...).  Part of every generated module's cache key.
-
-    Opt-in for now: vecmath's exp is within 1 ulp but not within glibc's 0.5, and the stabiliser
-    scores its forms with NumPy's (libm's) functions, so a few forms chosen for libm lose a few
-    ulps with vecmath (the logistic density'' at x = 0.0727, x**x'' at 1e-6).
+    """Whether kernels call the vecmath helpers (``$SYMGRAD_VECMATH``: unset or ``1``: yes, the
+    default; ``0``: the libm calls ``np.exp`` ..., which LLVM cannot vectorise).  Part of every
+    generated module's cache key.
 
     Raises:
       ValueError: the variable is set to something other than ``0`` or ``1``.
     """
     text = os.environ.get("SYMGRAD_VECMATH", "").strip()
-    if text == "1":
+    if text in ("", "1"):
         return True
-    if text in ("", "0"):
+    if text == "0":
         return False
-    raise ValueError(f"SYMGRAD_VECMATH must be 0 (libm calls, the default) or 1 (vectorisable vecmath helpers); "
-                     f"got {text!r}")
+    raise ValueError(f"SYMGRAD_VECMATH must be 1 (vectorisable vecmath helpers, the default) or 0 (libm "
+                     f"calls); got {text!r}")
 
 
 _VM_BEGIN = "# ---- generated modules copy the text from here"
@@ -161,8 +158,8 @@ def _vm_name(name: str) -> str:
     return "_vm" + name if name.startswith("_") else "_vm_" + name
 
 
-def _copied_pieces(path: Path, rename, decorator: str = "") -> dict[str, tuple[str, tuple[str, ...]]]:
-    """``{renamed name: (source text, renamed names it uses)}`` of the block between the marker lines
+def _copied_pieces(path: Path, rename, decorator: str = "") -> dict[str, tuple]:
+    """``{renamed name: (source text, renamed names it uses, name, whether a function)}`` of the block between the marker lines
     of ``path``, in the file's order (each piece's dependencies come before it); functions get
     ``decorator`` when given (the block of :mod:`symgrad.ir.ddmath` is plain Python)."""
     lines = path.read_text().splitlines()
@@ -189,13 +186,15 @@ def _copied_pieces(path: Path, rename, decorator: str = "") -> dict[str, tuple[s
             src = decorator + "\n" + src
         used = {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and n.id in names and n.id != name}
         pieces[rename(name)] = (pattern.sub(lambda m: rename(m.group(1)), src) + "\n",
-                                tuple(rename(u) for u in names if u in used))
+                                tuple(rename(u) for u in names if u in used), name,
+                                isinstance(node, ast.FunctionDef))
     return pieces
 
 
 @functools.lru_cache(maxsize=1)
-def _vm_pieces() -> dict[str, tuple[str, tuple[str, ...]]]:
-    """``{_vm name: (source text, _vm names it uses)}`` in vecmath.py's order."""
+def _vm_pieces() -> dict[str, tuple]:
+    """``{_vm name: (source text, _vm names it uses, name in vecmath.py, whether a function)}`` in
+    vecmath.py's order."""
     return _copied_pieces(Path(__file__).with_name("vecmath.py"), _vm_name)
 
 
@@ -203,13 +202,27 @@ _DD_JIT = '@numba.njit(cache=True, fastmath=False, error_model="numpy", nogil=Tr
 
 
 @functools.lru_cache(maxsize=1)
-def _dd_pieces() -> dict[str, tuple[str, tuple[str, ...]]]:
+def _dd_pieces() -> dict[str, tuple]:
     """``{_dd name: (source text, _dd names it uses)}``: the scalar double-double functions of
     symgrad/ir/ddmath.py (``dd_add`` -> ``_dd_add``), each ``numba.njit``, for region helpers."""
     return _copied_pieces(Path(__file__).parent.parent / "ir" / "ddmath.py", lambda n: "_" + n, _DD_JIT)
 
 
-def _library_pieces() -> dict[str, tuple[str, tuple[str, ...]]]:
+def vm_library() -> frozenset[str]:
+    """The renamed names (``_vm_exp_f64``, ``_vm_LG1`` ...) of every piece of vecmath.py's copied block."""
+    return frozenset(_vm_pieces())
+
+
+def vecmath_imports(body_text: str, helpers: list[str]) -> dict[str, str]:
+    """``{alias: name in symgrad.emit.vecmath}`` for the vecmath functions that ``body_text`` or a
+    helper outside the copied block (a ``_vm_..._call`` wrapper) calls: what a generated module that
+    may import symgrad imports instead of copying the block's text."""
+    origin = {alias: piece[2] for alias, piece in _vm_pieces().items() if piece[3]}
+    texts = "\n".join([body_text] + [_helper_source(h) for h in helpers if h not in origin])
+    return {alias: origin[alias] for alias in sorted(origin) if re.search(rf"\b{alias}\(", texts)}
+
+
+def _library_pieces() -> dict[str, tuple]:
     return {**_vm_pieces(), **_dd_pieces()}
 
 

@@ -13,7 +13,6 @@ import mpmath
 import numpy as np
 import pytest
 
-from symgrad.emit.prelude import vecmath_enabled
 import symgrad as sg
 from symgrad.stabilize.accuracy import ulp_bits
 
@@ -34,10 +33,6 @@ FUNCS = {
 _MAG = np.geomspace(1e-6, 60.0, 9)
 # measured on this branch (bits of error beyond the bound, worst point): not fixed yet
 KNOWN: dict = {}
-if vecmath_enabled():  # the stabiliser scores forms with NumPy's exp; the kernel calls vecmath's (both < 1 ulp)
-    KNOWN[("logistic_density", 2, "float64")] = (
-        "logistic density'' at x = 0.0727: 5 ulps against a 3-ulp bound with vecmath's exp in the kernel "
-        "(within the bound with SYMGRAD_VECMATH=0): the stabiliser's float64 evaluator rounds exp as NumPy does")
 FLOAT32_TOP = 3.0e38
 
 
