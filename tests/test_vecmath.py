@@ -104,9 +104,9 @@ BOUNDS: dict = {}
 
 # The measured maxima of test_within_one_ulp (seed 19, fixed inputs): the always-on test fails
 # when any of them grows, not only when it passes 1 ulp.
-MEASURED = {("exp", np.float64): 0.855, ("exp", np.float32): 0.502, ("expm1", np.float64): 0.768,
+MEASURED = {("exp", np.float64): 0.750, ("exp", np.float32): 0.502, ("expm1", np.float64): 0.768,
             ("expm1", np.float32): 0.500, ("log", np.float64): 0.802, ("log", np.float32): 0.500,
-            ("log1p", np.float64): 0.786, ("log1p", np.float32): 0.500, ("tanh", np.float64): 0.535,
+            ("log1p", np.float64): 0.784, ("log1p", np.float32): 0.500, ("tanh", np.float64): 0.535,
             ("tanh", np.float32): 0.500, ("sigmoid", np.float64): 0.750, ("sigmoid", np.float32): 0.500,
             ("softplus", np.float64): 0.750, ("softplus", np.float32): 0.500,
             ("sin", np.float64): 0.766, ("sin", np.float32): 0.501, ("cos", np.float64): 0.778,

@@ -13,14 +13,13 @@ musl; the same ones are described in J.-M. Muller, *Elementary Functions*, 3rd e
 Birkhaeuser 2016, ch. 11, and P. T. P. Tang, "Table-driven implementation of the
 exponential function in IEEE floating-point arithmetic", ACM TOMS 15(2), 1989):
 
-* ``exp_f64`` -- fdlibm ``e_exp.c``: x = k ln2 + r with k = round(x / ln2) and
-  ln2 split into a 32-bit head and a tail (Cody-Waite, so k*ln2_hi is exact),
-  |r| <= ln2/2; exp(r) = 1 + r + r c/(2 - c) with c = r - r^2 P(r^2), P a degree-5
-  Remez polynomial (error < 2^-59); then times 2^k, built from exponent bits in
-  two halves so that overflow gives inf and tiny results round once into the
-  subnormals.  fdlibm's branches are replaced: k by the round-to-nearest shifter
-  1.5 * 2^52 (no float-to-int conversion), the k == 0 case is the general formula,
-  the over/underflow tests become a clamp of x to [-746, 710].
+* ``exp_f64`` -- x = k ln2 + r with k = round(x / ln2) by the round-to-nearest shifter
+  1.5 * 2^52 (no float-to-int conversion) and ln2 in three parts (Cody-Waite), |r| <= ln2/2;
+  e^r as a double-double (``_exp_dd``, below: Taylor polynomial in Estrin's scheme, relative
+  error < 2^-62), its two parts summed once and scaled by 2^k in two halves so that overflow
+  gives inf and tiny results round once into the subnormals; over/underflow tests are a clamp
+  of x to [-746, 710].  Within 2^-9 ulp of correct rounding (fdlibm ``e_exp.c``'s cheaper
+  formula reaches 0.89 ulp); ``exp_f32`` uses a degree-10 polynomial in float64 (musl's expf).
 * ``log_f64`` -- fdlibm ``e_log.c``: x = 2^k (1 + f) with sqrt(2)/2 <= 1 + f < sqrt(2),
   s = f/(2 + f), log(1 + f) = f - s (f - R(s^2)) with R a degree-7 Remez polynomial
   (error < 2^-58.45); subnormal x are first scaled by 2^54.  fdlibm's two final
@@ -35,8 +34,9 @@ exponential function in IEEE floating-point arithmetic", ACM TOMS 15(2), 1989):
   FMA (``_fma``, LLVM's ``llvm.fma.f64``), one corrected division, so the result is rounded
   once: error <= 0.5 ulp + 2^-8 ulp, and <= 0.75 ulp for subnormal sigmoid/softplus results
   (the 2^k scaling rounds a second time there).  Composing the 1-ulp routines instead gives
-  up to 4.2 (tanh), 3.72 (sigmoid) and 3.3 ulp (softplus); those cheaper forms
-  (``_tanh_f64_fast`` ...) remain for float32, where their error is 2^-26 ulp.
+  up to 4.2 (tanh), 3.72 (sigmoid) and 3.3 ulp (softplus); those cheaper forms serve float32,
+  where such errors are below 2^-26 ulp (``_tanh_f64_fast``; sigmoid and softplus with
+  ``_exp_for_f32``).
 * ``sin_f64``, ``cos_f64`` -- |x| = (4j + q) pi/2 + r with |r| <= pi/4 as a double-double
   (``_rem_pio2``), then +-sin r or +-cos r by fdlibm's kernels (``k_sin.c``; ``k_cos.c`` as revised
   by Bruce D. Evans in FreeBSD msun), which take the tail of r.  The reduction is Cody-Waite
@@ -51,9 +51,9 @@ exponential function in IEEE floating-point arithmetic", ACM TOMS 15(2), 1989):
   float32 argument the same way with a single-double result (a three-part table row for a
   24-bit significand) and use FreeBSD's ``k_sinf.c``/``k_cosf.c`` polynomials in float64, then
   round once; every float32 input is checked (tests/test_vecmath.py, slow).
-* ``exp_f32`` has its own cheaper float64 evaluation (see its doc); the other ``*_f32``
-  functions evaluate the float64 ones and round once to float32:
-  the float64 error (< 1 ulp of float64 = 2^-29 ulp of float32) plus that rounding
+* ``exp_f32``, ``sigmoid_f32`` and ``softplus_f32`` use a cheaper float64 exp (``_exp_for_f32``,
+  relative error < 2^-42); the other ``*_f32`` functions evaluate the float64 ones.  Each
+  rounds once to float32: a float64 error below 2^-29 ulp of float32 plus that rounding
   stays below 1 ulp of float32.
 
 Specials follow IEEE/C99: exp(NaN) = NaN, exp(+inf) = inf, exp(-inf) = +0, exp(+-0) = 1,
@@ -116,11 +116,6 @@ def _f64_from_bits(typingctx, n):
 _INVLN2 = 1.44269504088896338700e+00
 _LN2HI = 6.93147180369123816490e-01        # 0x3fe62e42fee00000: 32 significant bits
 _LN2LO = 1.90821492927058770002e-10
-_P1 = 1.66666666666666019037e-01
-_P2 = -2.77777777770155933842e-03
-_P3 = 6.61375632143793436117e-05
-_P4 = -1.65339022054652515390e-06
-_P5 = 4.13813679705723846039e-08
 _SHIFT = 6755399441055744.0                # 1.5 * 2^52: x + _SHIFT rounds x to an integer
 _SHIFT_BITS = 0x4338000000000000           # its bits; the low mantissa bits then hold that integer
 _EXP_HI = 710.0                            # > log(DBL_MAX) = 709.78: exp overflows to inf
@@ -136,30 +131,6 @@ _LG6 = 1.531383769920937332e-01
 _LG7 = 1.479819860511658591e-01
 _TWO54 = 18014398509481984.0
 _DBL_MIN = 2.2250738585072014e-308
-
-
-@numba.njit(cache=True, fastmath=False, error_model="numpy", nogil=True)
-def _exp_f64_fast(x):
-    """e**x for a float64 scalar, error < 1 ulp (fdlibm e_exp.c, branch-free; see module doc); max 0.89
-    ulp measured, where ``exp_f64`` is 0.52 at twice the cost.
-
-    Args: x: float64 scalar.  Returns: float64.  Raises nothing: NaN -> NaN,
-    +inf -> inf, -inf -> 0, x > 709.78 -> inf, x < -745.13 -> 0, subnormal results rounded once.
-    """
-    xc = _EXP_HI if x > _EXP_HI else x      # NaN compares false and stays NaN
-    xc = _EXP_LO if xc < _EXP_LO else xc
-    t = xc * _INVLN2 + _SHIFT
-    kf = t - _SHIFT                         # round(x / ln2), |kf| <= 1077
-    k = _f64_bits(t) - _SHIFT_BITS
-    hi = xc - kf * _LN2HI                   # exact (Cody-Waite)
-    lo = kf * _LN2LO
-    r = hi - lo
-    rr = r * r
-    c = r - rr * (_P1 + rr * (_P2 + rr * (_P3 + rr * (_P4 + rr * _P5))))
-    y = 1.0 - ((lo - (r * c) / (2.0 - c)) - hi)
-    k1 = k >> 1                             # 2^k = 2^k1 * 2^k2 with both halves normal
-    k2 = k - k1
-    return (y * _f64_from_bits((k1 + 1023) << 52)) * _f64_from_bits((k2 + 1023) << 52)
 
 
 @numba.njit(cache=True, fastmath=False, error_model="numpy", nogil=True)
@@ -200,26 +171,36 @@ _LN2 = 0.6931471805599453
 
 
 @numba.njit(cache=True, fastmath=False, error_model="numpy", nogil=True, forceinline=True)
-def exp_f32(x):
-    """e**x for a float32 scalar, error < 1 ulp of float32 (max 0.5032 ulp over every float32).
+def _exp_for_f32(xd):
+    """e**xd in float64 for the float32 functions: relative error below 2^-42 for xd in [-104, 89]
+    (the clamp; outside it a float32 result is inf or +0 either way).
 
-    In float64: k = round(x / ln2), r = x - k ln2 (|r| <= ln2/2, absolute error < 2^-46),
-    exp(r) by its degree-8 Taylor polynomial (remainder < 2^-27 relative), times 2^k, then
-    one rounding to float32 (which also makes overflow inf and subnormal results), as musl's
-    expf evaluates in double (cheaper than exp_f64: no division, one scaling).  Checked
-    exhaustively on all 2.24e9 float32 in [-104, 89] against NumPy's float64 exp (max 0.5032
-    ulp); outside that range the clamp gives inf or +0.  NaN -> NaN.
+    k = round(xd / ln2), r = xd - k ln2 (|r| <= ln2/2, absolute error < 2^-46 for |k| <= 150),
+    exp(r) by its degree-10 Taylor polynomial (remainder < 2^-42 relative) in Estrin's scheme
+    (Muller 2016, 5.1.3), times 2^k; as musl's expf evaluates in double: cheaper than exp_f64 (no
+    division, one scaling).  NaN -> NaN.
     """
-    xd = np.float64(x)
     xd = 89.0 if xd > 89.0 else xd          # exp(89) > FLT_MAX: inf after rounding
     xd = -104.0 if xd < -104.0 else xd      # exp(-104) < FLT_TRUE_MIN / 2: +0
     t = xd * _INVLN2 + _SHIFT
     kf = t - _SHIFT
     k = _f64_bits(t) - _SHIFT_BITS
     r = xd - kf * _LN2
-    p = 1.0 + r * (1.0 + r * (0.5 + r * (1.0 / 6 + r * (1.0 / 24 + r * (1.0 / 120 + r * (
-        1.0 / 720 + r * (1.0 / 5040 + r * (1.0 / 40320))))))))
-    return np.float32(p * _f64_from_bits((k + 1023) << 52))
+    r2 = r * r
+    r4 = r2 * r2
+    p = (((1.0 + r) + r2 * (0.5 + r * (1.0 / 6)))
+         + r4 * ((1.0 / 24 + r * (1.0 / 120)) + r2 * (1.0 / 720 + r * (1.0 / 5040)))
+         + (r4 * r4) * ((1.0 / 40320 + r * (1.0 / 362880)) + r2 * (1.0 / 3628800)))
+    return p * _f64_from_bits((k + 1023) << 52)
+
+
+@numba.njit(cache=True, fastmath=False, error_model="numpy", nogil=True, forceinline=True)
+def exp_f32(x):
+    """e**x for a float32 scalar, error < 1 ulp of float32 (0.5 + 2^-18 ulp): ``_exp_for_f32`` rounded
+    once to float32 (which also makes overflow inf and subnormal results).  Checked exhaustively
+    on all float32 in [-104, 89] (tests/test_vecmath.py, slow).  NaN -> NaN.
+    """
+    return np.float32(_exp_for_f32(np.float64(x)))
 
 
 @numba.njit(cache=True, fastmath=False, error_model="numpy", nogil=True, forceinline=True)
@@ -253,7 +234,8 @@ def log1p_f64(x):
     hfsq = 0.5 * f * f
     s = f / (2.0 + f)
     z = s * s
-    rr = z * (_LG1 + z * (_LG2 + z * (_LG3 + z * (_LG4 + z * (_LG5 + z * (_LG6 + z * _LG7))))))
+    w = z * z                               # R(z) split in odd and even parts as e_log.c does
+    rr = z * (_LG1 + w * (_LG3 + w * (_LG5 + w * _LG7))) + w * (_LG2 + w * (_LG4 + w * _LG6))
     y = dk * _LN2HI - ((hfsq - (s * (hfsq + rr) + (dk * _LN2LO + c))) - f)
     y = x if x == math.inf else y
     y = x if x == 0.0 else y                # keeps the sign of zero
@@ -373,9 +355,14 @@ def _exp_dd(a):
     rl = ((hi - rh) - lo) - lo_err          # Fast2Sum: |hi| >= |lo|
     p2h = 0.5 * (rh * rh)
     p2l = 0.5 * _fma(rh, rh, -(rh * rh)) + rh * rl
-    p = (1.0 / 6 + rh * (1.0 / 24 + rh * (1.0 / 120 + rh * (1.0 / 720 + rh * (1.0 / 5040 + rh * (
-        1.0 / 40320 + rh * (1.0 / 362880 + rh * (1.0 / 3628800 + rh * (1.0 / 39916800 + rh * (
-            1.0 / 479001600 + rh * (1.0 / 6227020800 + rh * (1.0 / 87178291200))))))))))))
+    # Estrin's scheme (Muller 2016, 5.1.3): the same polynomial as Horner's rule with a critical
+    # path of 5 multiply-adds instead of 11, so that loops overlap more of their iterations
+    r2 = rh * rh
+    r4 = r2 * r2
+    p = (((1.0 / 6 + rh * (1.0 / 24)) + r2 * (1.0 / 120 + rh * (1.0 / 720)))
+         + r4 * ((1.0 / 5040 + rh * (1.0 / 40320)) + r2 * (1.0 / 362880 + rh * (1.0 / 3628800)))
+         + (r4 * r4) * ((1.0 / 39916800 + rh * (1.0 / 479001600))
+                        + r2 * (1.0 / 6227020800 + rh * (1.0 / 87178291200))))
     c3 = (rh * p2h) * (2.0 * p)             # r^3 P(r)
     mh = rh + p2h                           # Fast2Sum (|p2h| <= 0.18 |rh|)
     ml = ((rh - mh) + p2h) + (rl + p2l + c3)
@@ -401,9 +388,9 @@ def exp_f64(x):
 
     exp(x) = 2^k (s_hi + s_lo) from ``_exp_dd`` (relative error below 2^-62), the sum rounded once,
     then scaled by 2^k in two exact halves (a subnormal result rounds a second time).  Twice the
-    cost of fdlibm's e_exp.c formula (``_exp_f64_fast``, max 0.89 ulp), and as accurate as a
-    correctly rounded libm to within 2^-9 ulp: kernels that call it compute what the stabiliser
-    scored with NumPy.  NaN -> NaN, +inf -> inf, -inf -> +0, x > 709.78 -> inf, x < -745.13 -> +0.
+    cost of fdlibm's e_exp.c formula (max 0.89 ulp measured), and within 2^-9 ulp of a correctly
+    rounded exp, so the forms the stabiliser chose by evaluating NumPy's exp (max 0.67 ulp) keep
+    their accuracy in kernels.  NaN -> NaN, +inf -> inf, -inf -> +0, x > 709.78 -> inf, x < -745.13 -> +0.
     """
     k, sh, sl, mh, ml = _exp_dd(x)
     k1 = k >> 1                             # 2^k = 2^k1 * 2^(k - k1) with both halves normal
@@ -521,7 +508,8 @@ def softplus_f64(x):
     qh = _div(fh, dh)
     ql = _div(_fma(-qh, dh, fh) + (fl - qh * dl), dh)
     z = qh * qh
-    rr = z * (_LG1 + z * (_LG2 + z * (_LG3 + z * (_LG4 + z * (_LG5 + z * (_LG6 + z * _LG7))))))
+    w = z * z                               # R(z) split in odd and even parts as e_log.c does
+    rr = z * (_LG1 + w * (_LG3 + w * (_LG5 + w * _LG7))) + w * (_LG2 + w * (_LG4 + w * _LG6))
     m = x if x > 0.0 else 0.0
     a1 = m + j * _LN2HI                     # TwoSum (j ln2_hi is exact)
     bv = a1 - m
@@ -537,31 +525,21 @@ def softplus_f64(x):
     return x if (x != x) | (x == math.inf) else y
 
 
-@numba.njit(cache=True, fastmath=False, error_model="numpy", nogil=True)
-def _sigmoid_f64_fast(x):
-    """The prelude's stable sigmoid with vecmath's exp (< 3.72 ulp of float64)."""
-    e = _exp_f64_fast(-abs(x))
-    return (1.0 if x >= 0.0 else e) / (1.0 + e)
-
-
-@numba.njit(cache=True, fastmath=False, error_model="numpy", nogil=True, forceinline=True)
-def _softplus_f64_fast(x):
-    """max(x, 0) + log1p(exp(-|x|)) with vecmath's exp and log1p (< 3.3 ulp of float64)."""
-    return (x if x > 0.0 else 0.0) + log1p_f64(_exp_f64_fast(-abs(x)))
-
-
 @numba.njit(cache=True, fastmath=False, error_model="numpy", nogil=True, forceinline=True)
 def sigmoid_f32(x):
-    """Logistic function for a float32 scalar: float64 evaluation (< 3.72 ulp of float64) rounded once,
-    error < 1 ulp of float32."""
-    return np.float32(_sigmoid_f64_fast(np.float64(x)))
+    """Logistic function for a float32 scalar: the prelude's stable form in float64 with
+    ``_exp_for_f32`` (relative error < 2^-41) rounded once, error < 1 ulp of float32."""
+    xd = np.float64(x)
+    e = _exp_for_f32(-abs(xd))
+    return np.float32((1.0 if xd >= 0.0 else e) / (1.0 + e))
 
 
 @numba.njit(cache=True, fastmath=False, error_model="numpy", nogil=True, forceinline=True)
 def softplus_f32(x):
-    """log(1 + e**x) for a float32 scalar: float64 evaluation (< 3.3 ulp of float64) rounded once,
-    error < 1 ulp of float32."""
-    return np.float32(_softplus_f64_fast(np.float64(x)))
+    """log(1 + e**x) for a float32 scalar: max(x, 0) + log1p(exp(-|x|)) in float64 with
+    ``_exp_for_f32`` and ``log1p_f64`` (relative error < 2^-41) rounded once, error < 1 ulp of float32."""
+    xd = np.float64(x)
+    return np.float32((xd if xd > 0.0 else 0.0) + log1p_f64(_exp_for_f32(-abs(xd))))
 
 
 # ---- sin and cos ----
