@@ -64,7 +64,9 @@ WORKER = textwrap.dedent("""
             v64 = g(X)
             v32 = g(X.astype(np.float32))
             entry = next(iter(g.compiled._entries.values()))
-            stats = [v.stats for v in entry.fn.__globals__.values() if hasattr(v, "stats")]
+            mod = entry.fn.__globals__  # the module's own kernels (not the vecmath functions it imports)
+            stats = [v.stats for v in mod.values()
+                     if hasattr(v, "stats") and getattr(v, "py_func", None) and v.py_func.__globals__ is mod]
             out[k] = {"v64": v64.tolist(), "v32": v32.astype(float).tolist(), "dtype32": str(v32.dtype),
                       "path": entry.source_path, "numba_cache_paths": sorted({str(s.cache_path) for s in stats}),
                       "hits": sum(sum(s.cache_hits.values()) for s in stats),
@@ -182,8 +184,9 @@ def _numba_files(py: Path, suffix: str) -> list[Path]:
 def _corrupt_py_semantic(py: Path) -> None:
     """An edit that keeps the file valid Python and the same length but computes something else."""
     text = py.read_text()
-    assert "np.cos(x)" in text
-    py.write_text(text.replace("np.cos(x)", "np.sin(x)"))
+    before, after = ("_vm_cos_f64(x)", "_vm_exp_f64(x)") if "_vm_cos_f64(x)" in text else ("np.cos(x)", "np.sin(x)")
+    assert before in text and len(before) == len(after)
+    py.write_text(text.replace(before, after))
 
 
 CORRUPTIONS = {

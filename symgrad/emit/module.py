@@ -29,7 +29,7 @@ import numpy as np
 from ..ir.graph import Graph
 from .chunk import chunk_size, split_body
 from .names import DTYPES, SUFFIX, check_names, comment_lines, const_name, docstring, spec_name
-from .prelude import helper_source, helpers_used, vecmath_imports, vm_library
+from .prelude import helper_source, helpers_used, vecmath_importable, vecmath_imports, vm_library
 from .printer import KernelIO, array_constants, print_body
 
 JIT = '@numba.njit(cache=True, fastmath=False, error_model="numpy", nogil=True)'
@@ -252,7 +252,7 @@ def emit_module(g: Graph, kernels: list[KernelDef], header: list[str],
     helpers = helpers_used(body)
     # vecmath's functions: imported from symgrad (compiled once per process, cached on disk by Numba)
     # unless the module must stand alone (``symgrad compile``), which copies their text
-    imported = vecmath_imports(body, helpers) if runtime_import == RUNTIME_IMPORT else {}
+    imported = vecmath_imports(body, helpers) if runtime_import == RUNTIME_IMPORT and vecmath_importable() else {}
     if imported:
         helpers = [h for h in helpers if h not in imported.values() and h not in vm_library()]
     helper_text = "\n".join(helper_source(h) for h in helpers)

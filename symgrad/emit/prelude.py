@@ -213,6 +213,21 @@ def vm_library() -> frozenset[str]:
     return frozenset(_vm_pieces())
 
 
+@functools.lru_cache(maxsize=1)
+def vecmath_importable() -> bool:
+    """Whether symgrad.emit.vecmath imports here.  Its functions are ``cache=True``, and Numba refuses
+    to define those when it has nowhere to write their cache (a read-only install without a writable
+    user cache directory); generated modules then copy the text instead, which symgrad's own cache
+    layer compiles in memory when it must."""
+    try:
+        from . import vecmath  # noqa: F401
+    except RuntimeError as exc:
+        if "cannot cache" not in str(exc):
+            raise
+        return False
+    return True
+
+
 def vecmath_imports(body_text: str, helpers: list[str]) -> dict[str, str]:
     """``{alias: name in symgrad.emit.vecmath}`` for the vecmath functions that ``body_text`` or a
     helper outside the copied block (a ``_vm_..._call`` wrapper) calls: what a generated module that
