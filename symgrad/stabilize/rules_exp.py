@@ -117,7 +117,13 @@ def _logaddexp(node):
     ws = exp_terms(node.args[0])
     if not ws:
         return []
-    return [lse(ws), lse(sorted(ws, key=sp.default_sort_key))]
+    out = [lse(ws), lse(sorted(ws, key=sp.default_sort_key))]
+    if len(ws) == 2 and 0 not in ws:
+        # log(exp(u) + exp(v)) = u + softplus(v - u): the shift by one exponent (Blanchard, Higham & Higham
+        # 2021, eq. (2.2) with the max replaced by u) lets a surrounding -u cancel symbolically, as in the
+        # log-softmax u - log(exp(u) + exp(v)) = -softplus(v - u) (0 in floating point for u >> v)
+        out += [u + softplus(sp.expand(v - u)) for u, v in (ws, ws[::-1])]
+    return out
 
 
 def _max_shift(node):
@@ -131,28 +137,20 @@ def _max_shift(node):
 
 
 def _absorb(node):
-    """T + log(sum exp(w)) -> log(sum exp(w + T)); T + logaddexp(a, b), T + softplus(u) likewise.
-
-    A negated term absorbs ``-T``: ``x - logaddexp(x, y) -> -softplus(y - x)`` (the log-softmax;
-    the difference is 0 in floating point for x >> y while the result is ~ -exp(y - x)).
-    """
+    """T + log(sum exp(w)) -> log(sum exp(w + T)); T + logaddexp(a, b), T + softplus(u) likewise."""
     if not node.is_Add:
         return []
     out = []
     for t in node.args:
-        # T + c*g with c = +-1 is c*(g + c*T): a negated term (x - logaddexp(x, y)) absorbs -T
-        c, g = coeff_and_rest(t)
-        if c not in (1, -1):
-            continue
-        T = c * (node - t)
-        if g.func is sp.log:
-            ws = exp_terms(g.args[0])
+        T = node - t
+        if t.func is sp.log:
+            ws = exp_terms(t.args[0])
             if ws:
-                out.append(c * sp.log(sp.Add(*[sp.exp(sp.expand(w + T)) for w in ws])))
-        elif g.func is logaddexp:
-            out.append(c * lae(*[sp.expand(a + T) for a in g.args]))
-        elif g.func is softplus:
-            out.append(c * lae(T, sp.expand(g.args[0] + T)))
+                out.append(sp.log(sp.Add(*[sp.exp(sp.expand(w + T)) for w in ws])))
+        elif t.func is logaddexp:
+            out.append(lae(*[sp.expand(a + T) for a in t.args]))
+        elif t.func is softplus:
+            out.append(lae(T, sp.expand(t.args[0] + T)))
     return out
 
 
@@ -486,7 +484,8 @@ EXP_RULES = [
             "Maechler 2012", (sp.exp(x) * sigmoid(-x), {x: 1000.0}, "float64")),
     Rewrite("log_sigmoid", _log_sigmoid, "sigmoid(u) underflows to 0 so log gives -inf",
             "Maechler 2012", (sp.log(sigmoid(x)), {x: -1000.0}, "float64")),
-    Rewrite("logaddexp_from_log_sum_exp", _logaddexp, "exp overflows inside the sum; logaddexp shifts by max",
+    Rewrite("logaddexp_from_log_sum_exp", _logaddexp,
+            "exp overflows inside the sum; logaddexp shifts by max (two terms: u + softplus(v - u) too)",
             "Blanchard, Higham & Higham 2021, sec. 2",
             (sp.log(sp.exp(x) + sp.exp(y)), {x: 1000.0, y: 1000.0}, "float64")),
     Rewrite("lse_max_shift", _max_shift, "log(sum exp(w)) = m + log(sum exp(w - m)), m = max w: no overflow",

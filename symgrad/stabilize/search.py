@@ -244,7 +244,7 @@ class Search:
         more than ``kappa`` ulps; the original being exact there is luck, and
         refusing a candidate that is far better everywhere else for that would
         keep NaN/inf in the output.  When float32 kernels may compute in float64 (``widen``,
-        :mod:`.widen`), a float32 point is judged as that widened kernel computes it: an
+        :mod:`.widen`), a float32 point at NaN/inf-level error is judged as that widened kernel computes it: an
         intermediate that overflows in float32 only (``(-2*x - 1)/((x**2 + 1)*(x**2 + 2*x + 2))``
         at x = 3.4e38, whose numerator is -inf) does not block a form that is exact in float64
         arithmetic (the never-worse check, :mod:`.accept`, then judges the kernel as built).
@@ -264,8 +264,9 @@ class Search:
                 return False
             lim = np.maximum(ob, 1.0) + 1.0
             bad = np.flatnonzero((ob <= 1.0) & (cb > lim))
-            if len(bad) and self.widen and np.dtype(dt) == np.float32:
-                bad = bad[self._widened_bits(c.expr, dt, bad) > lim[bad]]
+            over = bad[cb[bad] >= 31.99] if self.widen and np.dtype(dt) == np.float32 else bad[:0]
+            if len(over):  # NaN/inf in float32 arithmetic only: judged as the widened kernel computes it
+                bad = np.setdiff1d(bad, over[self._widened_bits(c.expr, dt, over) <= lim[over]])
             if not len(bad):
                 continue
             if len(bad) > len(ob) // 4:  # wholesale regression: not a conditioning effect
