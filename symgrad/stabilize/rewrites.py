@@ -444,7 +444,7 @@ def _log_of_power(t):
     if not (c.is_Number and c > 0) or r == 1:
         return None
     b, k = r.as_base_exp()
-    if not k.is_Rational or k == 1 and not b.is_Symbol:
+    if not k.is_Rational or (k == 1 and not b.is_Symbol):
         return None
     lb = sp.log(sp.Abs(b)) if (k.is_Integer and int(k) % 2 == 0) else sp.log(b)
     return sp.log(c) + k * lb
