@@ -106,7 +106,7 @@ def stabilize(expr: sp.Expr, variables: Sequence[sp.Symbol], *, domain: Mapping 
     t0 = cpu_clock()
     expr = sp.sympify(expr)
     s = Search(expr, variables, domain, SEARCH_SHARE * budget_s, tuple(dtypes), seed, n_points, work=work,
-               samples=samples)
+               samples=samples, widen=widen_float32)
     with deadline(t0 + SEARCH_SHARE * budget_s):
         best = s.run()
     records = []

@@ -199,12 +199,13 @@ def _split_quotient(node):
     Distinct factors are already divided one at a time by the emitter, but a power of a
     polynomial is formed first: (x**2 + 1)**2 overflows at x > 1e77 long before the
     quotient does.  Dividing by each copy keeps every intermediate near the size of the
-    result (the generic form of ``hypot_scaled_quotient``).
+    result (the generic form of ``hypot_scaled_quotient``).  A bare power ``1/(|x| + 1)**2``
+    (softsign') is the quotient with N = 1.
     """
-    if not node.is_Mul:
+    if not (node.is_Mul or node.is_Pow):
         return []
     num, dens, powered = [], [], False
-    for f in node.args:
+    for f in (node.args if node.is_Mul else (node,)):
         b, e = f.as_base_exp()
         if b.is_Add and e.is_Integer and -4 <= e < 0:
             dens += [b] * int(-e)
@@ -335,6 +336,168 @@ def _pow_exponent_offset(node):
     return [node.base ** k * sp.exp(u * sp.log(node.base))]
 
 
+def _geometric(k, u, v):
+    """``sum_{j<k} u**(k-1-j) * v**j`` (so that ``u**k - v**k == (u - v)*_geometric(k, u, v)``)."""
+    return sp.Add(*[u ** (k - 1 - j) * v ** j for j in range(k)])
+
+
+def _pow_pair(t):
+    """``(c, P, A, p)`` with ``t == c*P*A**p``, p a non-integer rational other than +-1/2, one per such factor."""
+    c, r = coeff_and_rest(t)
+    out = []
+    for f in sp.Mul.make_args(r):
+        A, p = f.as_base_exp()
+        # +-1/2 is the square root of the conjugate rule (_conjugate): not offered twice
+        if p.is_Rational and not p.is_Integer and abs(p) != sp.S.Half and abs(p.p) <= 8 and p.q <= 8 \
+                and not A.is_Number:
+            out.append((c, _without_factor(r, f), A, p))
+    return out
+
+
+def _without_factor(r, f):
+    args = list(sp.Mul.make_args(r))
+    args.remove(f)
+    return sp.Mul(*args)
+
+
+def _power_difference(node):
+    """c*A**p - c*B**p -> (A - B) times a sum of positive terms, p = m/n rational, A - B formed symbolically.
+
+    With u = A**(1/n), v = B**(1/n): ``u**m - v**m = (u - v)*S_m(u, v)`` and
+    ``u - v = (A - B)/S_n(u, v)``, S_k(u, v) = sum u**(k-1-j) v**j (the factorisation of a
+    difference of powers), so ``A**q - B**q = (A - B)*S_m/S_n`` without cancellation when A, B > 0;
+    a negative exponent goes through ``A**-q - B**-q = (B**q - A**q)/(A**q*B**q)``, dividing by one
+    power at a time.  A second form divides S_m and S_n by their leading powers
+    (ratio r = v/u <= 1 terms: no intermediate overflows where A**q would).  The square-root
+    case is :func:`_conjugate`; this one serves cube roots, x**(-3/2) and the like
+    ((x + 1)**(1/3) - x**(1/3), the derivative of 1/sqrt(x) - 1/sqrt(x + 1)).
+    """
+    if not node.is_Add or len(node.args) < 2:
+        return []
+    terms = [(pp, t) for t in node.args for pp in _pow_pair(t)]
+    out = []
+    for i, ((c1, P1, A, p1), t1) in enumerate(terms):
+        for (c2, P2, B, p2), t2 in terms[i + 1:]:
+            if t1 is t2 or c1 != -c2 or p1 != p2 or P1 != P2 or A == B:
+                continue
+            D = sp.expand(A - B)
+            if len(sp.Add.make_args(D)) >= len(sp.Add.make_args(sp.expand(A))) + len(sp.Add.make_args(sp.expand(B))):
+                continue  # A - B does not simplify: nothing is gained by forming it exactly
+            rest, coef = node - t1 - t2, c1 * P1
+            for form in _power_difference_forms(A, B, D, p1):
+                term = form if coef == 1 else sp.Mul(coef, form, evaluate=False)  # the divisions stay nested
+                out.append(term if rest == 0 else sp.Add(rest, term, evaluate=False))
+    return out
+
+
+def _power_difference_forms(A, B, D, p):
+    """``A**p - B**p`` as (A - B)*S_m/S_n (see :func:`_power_difference`), plain and ratio-scaled."""
+    q = abs(p)
+    m, n = int(q.p), int(q.q)
+    u, v = A ** sp.Rational(1, n), B ** sp.Rational(1, n)
+    r = v / u
+    forms = []
+    if p > 0:
+        forms.append(D * _geometric(m, u, v) / _geometric(n, u, v))
+        # S_m/S_n = u**(m-n) * T_m(r)/T_n(r), T_k(r) = S_k(1, r)
+        forms.append(D * A ** sp.Rational(m - n, n) * _geometric(m, 1, r) / _geometric(n, 1, r))
+    else:
+        # A**-q - B**-q = -(A**q - B**q)/(A**q*B**q): divide by one power at a time (no A**q*B**q)
+        plain = -D * _geometric(m, u, v) / _geometric(n, u, v)
+        acc = sp.Mul(sp.Mul(plain, sp.Pow(A ** q, -1), evaluate=False), sp.Pow(B ** q, -1), evaluate=False)
+        forms.append(acc)
+        # u**(m-n)/A**q = 1/A: -(A - B)*T_m(r)/T_n(r)/A/B**q
+        scaled = sp.Mul(sp.Mul(-D * _geometric(m, 1, r) / _geometric(n, 1, r), sp.Pow(A, -1), evaluate=False),
+                        sp.Pow(B ** q, -1), evaluate=False)
+        forms.append(scaled)
+    return forms
+
+
+def _sign_abs(node):
+    """u*sign(u) -> Abs(u) and Abs(u)*sign(u) -> u (exact for every real u, 0 included).
+
+    Derivatives of ``Abs`` bring ``sign``; SymPy leaves ``x*sign(x)`` as it is, so
+    ``1/(|x| + 1) - x*sign(x)/(|x| + 1)**2`` keeps a cancellation that ``|x|`` in place of
+    ``x*sign(x)`` turns into an exact symbolic one (softsign').
+    """
+    if not node.is_Mul:
+        return []
+    facs = list(node.args)
+    out = []
+    for f in facs:
+        if f.func is not sp.sign:
+            continue
+        u = f.args[0]
+        for g, new in ((u, sp.Abs(u)), (sp.Abs(u), u)):
+            if g in facs:
+                rest = list(facs)
+                rest.remove(f)
+                rest.remove(g)
+                out.append(sp.Mul(new, *rest))
+    return out
+
+
+def _log_of_power(t):
+    """log|t| for a term ``t = c*u**k`` (c > 0 numeric): ``log(c) + k*log(Abs(u))`` for an even k,
+    ``log(c) + k*log(u)`` otherwise (needs u > 0; the equivalence check decides); None when not a power."""
+    c, r = coeff_and_rest(t)
+    if not (c.is_Number and c > 0) or r == 1:
+        return None
+    b, k = r.as_base_exp()
+    if not k.is_Rational or (k == 1 and not b.is_Symbol):
+        return None
+    lb = sp.log(sp.Abs(b)) if (k.is_Integer and int(k) % 2 == 0) else sp.log(b)
+    return sp.log(c) + k * lb
+
+
+def _log_dominant(node):
+    """log(t + rest) -> log|t| + log1p(rest/t) for a power term t of the sum (log(x**2 + 1) for large |x|).
+
+    ``t`` overflows long before its logarithm does (x**2 at |x| > 1.3e154 while log(x**2 + 1) ~ 2 log|x|
+    is ~ 709); taking the log of the dominant term analytically (``2*log|x|``) and adding
+    ``log1p`` of the small ratio keeps every intermediate in range.  Useful only where ``t``
+    dominates: the regimes decide where.
+    """
+    if node.func is not sp.log or not node.args[0].is_Add:
+        return []
+    S = node.args[0]
+    out = []
+    for t in S.args:
+        lt = _log_of_power(t)
+        if lt is None:
+            continue
+        out.append(lt + log1p(sp.expand((S - t) / t)))
+    return out
+
+
+def _cos_complement(node):
+    """rest + c*R*cos(u) -> (rest + c*R) - 2*c*R*sin(u/2)**2 (cosh: + 2*c*R*sinh(u/2)**2), rest + c*R factored.
+
+    The generic form of :func:`_one_minus_cos` with a non-constant cofactor: the law of cosines
+    ``a**2 + b**2 - 2*a*b*cos(t) = (a - b)**2 + 4*a*b*sin(t/2)**2`` (Kahan's form for needle-like
+    triangles) and ``a - b*cos(t) = (a - b) + 2*b*sin(t/2)**2``: the part that cancels as u -> 0
+    is formed symbolically (and factored: a square, an exact difference of inputs).
+    """
+    if not node.is_Add or len(node.args) < 2:
+        return []
+    out = []
+    for t in node.args:
+        c, r = coeff_and_rest(t)
+        fs = [f for f in sp.Mul.make_args(r) if f.func in (sp.cos, sp.cosh)]
+        if len(fs) != 1:
+            continue
+        f = fs[0]
+        R = _without_factor(r, f)
+        u = f.args[0]
+        base = sp.expand(node - t + c * R)
+        fb = sp.factor(base) if base.free_symbols else base
+        base = fb if not fb.is_Add else base
+        half = -2 * c * R * sp.sin(u / 2) ** 2 if f.func is sp.cos else 2 * c * R * sp.sinh(u / 2) ** 2
+        # unevaluated: the difference (rest + c*R) is formed first, exact for a - b, then the small term added
+        out.append(sp.Add(base, half, evaluate=False) if base != 0 else half)
+    return out
+
+
 RULES: list[Rewrite] = [
     Rewrite("log1p_from_log", _log1p, "log(1+u) loses the low bits of u when |u| << 1; log1p keeps them",
             "Goldberg 1991, Thm. 4", (sp.log(1 + x), {x: 1e-10}, "float64")),
@@ -390,6 +553,23 @@ RULES: list[Rewrite] = [
             "b**(u + k) rounds u + k before the power multiplies its error by |log b|; b**k exp(u log b) "
             "has no offset to round", "Higham 2002, sec. 1.12 (error propagation through a power); "
             "Goldberg 1991, sec. 1.4", (x ** (y + 1), {x: 1e-300, y: 1e-17}, "float64")),
+    Rewrite("power_difference", _power_difference,
+            "A**p - B**p cancels for A ~ B; (A - B)*S_m/S_n (a difference of powers factored) forms A - B "
+            "exactly", "Goldberg 1991, sec. 1.4; Hamming 1973, ch. 3 (rationalising differences of roots)",
+            ((x + 1) ** sp.Rational(3, 2) - x ** sp.Rational(3, 2), {x: 1e12}, "float64")),
+    Rewrite("sign_times_abs", _sign_abs,
+            "u*sign(u) is |u|: left unsimplified it hides a symbolic cancellation (|u| - u*sign(u))",
+            "DLMF 1.1 (sign and absolute value); Goldberg 1991, sec. 1.4",
+            (sp.Abs(x) + 1 - x * sp.sign(x), {x: 1e20}, "float64")),
+    Rewrite("log_dominant_term", _log_dominant,
+            "log(t + rest) overflows in t (x**2 at |x| > 1e154); log|t| + log1p(rest/t) does not",
+            "Higham 2002, sec. 27.8 (scaling to avoid overflow); Goldberg 1991, Thm. 4 (log1p)",
+            (sp.log(x**2 + 1), {x: 1e200}, "float64")),
+    Rewrite("cos_complement", _cos_complement,
+            "rest + c*R*cos(u) cancels for small u when rest ~ -c*R; (rest + c*R) - 2*c*R*sin(u/2)**2 forms "
+            "the cancelling part symbolically (law of cosines)",
+            "Kahan 2014, 'Miscalculating area and angles of a needle-like triangle', sec. 2; "
+            "Goldberg 1991, sec. 1.4", (1 - y * sp.cos(x), {x: 1e-5, y: 1.0}, "float64")),
     Rewrite("difference_of_squares", _pow_diff, "a^2 - b^2 cancels; (a-b)(a+b) subtracts exact inputs",
             "Goldberg 1991, sec. 1.4 (Thm. 2)", (x**2 - y**2, {x: 1e15 + 1, y: 1e15}, "float64")),
 ] + EXP_RULES

@@ -117,7 +117,13 @@ def _logaddexp(node):
     ws = exp_terms(node.args[0])
     if not ws:
         return []
-    return [lse(ws), lse(sorted(ws, key=sp.default_sort_key))]
+    out = [lse(ws), lse(sorted(ws, key=sp.default_sort_key))]
+    if len(ws) == 2 and 0 not in ws:
+        # log(exp(u) + exp(v)) = u + softplus(v - u): the shift by one exponent (Blanchard, Higham & Higham
+        # 2021, eq. (2.2) with the max replaced by u) lets a surrounding -u cancel symbolically, as in the
+        # log-softmax u - log(exp(u) + exp(v)) = -softplus(v - u) (0 in floating point for u >> v)
+        out += [u + softplus(sp.expand(v - u)) for u, v in (ws, ws[::-1])]
+    return out
 
 
 def _max_shift(node):
@@ -199,6 +205,41 @@ def _exp_diff(node):
         for (c2, b), t2 in ex:
             if t1 != t2 and c1 == -c2 and c1 > 0:
                 out.append(node - t1 - t2 + c1 * sp.exp(b.args[0]) * expm1(sp.expand(a.args[0] - b.args[0])))
+    return out
+
+
+def _exp_with_cofactor(t):
+    """``(c, P, u)`` with ``t == c*P*exp(u)`` (c numeric, P free of exp), or None."""
+    c, r = coeff_and_rest(t)
+    exps = [f for f in sp.Mul.make_args(r) if f.func is sp.exp]
+    if len(exps) != 1:
+        return None
+    P = _without(r, exps[0]) if r.is_Mul else sp.S.One
+    return c, P, exps[0].args[0]
+
+
+def _exp_diff_cofactor(node):
+    """c*P*exp(u) - c*Q*exp(v) -> c*exp(v)*(P*expm1(u - v) + (P - Q)), P - Q formed symbolically.
+
+    The generic form of :func:`_exp_diff` when the exponentials carry different cofactors
+    (``exp(-a/y)/y - exp(-a/x)/x`` for x ~ y): both differences ``u - v`` and ``P - Q`` are
+    taken exactly (``together``), so the cancellation is left to expm1 and the algebra.
+    Both orientations (factoring exp(u) or exp(v)) are offered.
+    """
+    if not node.is_Add:
+        return []
+    ex = [(_exp_with_cofactor(t), t) for t in node.args]
+    ex = [(e, t) for e, t in ex if e is not None]
+    out = []
+    for i, ((c1, P, u), t1) in enumerate(ex):
+        for (c2, Q, v), t2 in ex[i + 1:]:
+            if c1 != -c2 or P == Q:
+                continue
+            rest = node - t1 - t2
+            dPQ = sp.together(P - Q)
+            duv = sp.together(sp.expand(u - v))  # a/x - a/y -> a*(y - x)/(x*y): the inputs subtracted first
+            out.append(rest + c1 * sp.exp(v) * (P * expm1(duv) + dPQ))
+            out.append(rest + c1 * sp.exp(u) * (dPQ - Q * expm1(-duv)))
     return out
 
 
@@ -443,7 +484,8 @@ EXP_RULES = [
             "Maechler 2012", (sp.exp(x) * sigmoid(-x), {x: 1000.0}, "float64")),
     Rewrite("log_sigmoid", _log_sigmoid, "sigmoid(u) underflows to 0 so log gives -inf",
             "Maechler 2012", (sp.log(sigmoid(x)), {x: -1000.0}, "float64")),
-    Rewrite("logaddexp_from_log_sum_exp", _logaddexp, "exp overflows inside the sum; logaddexp shifts by max",
+    Rewrite("logaddexp_from_log_sum_exp", _logaddexp,
+            "exp overflows inside the sum; logaddexp shifts by max (two terms: u + softplus(v - u) too)",
             "Blanchard, Higham & Higham 2021, sec. 2",
             (sp.log(sp.exp(x) + sp.exp(y)), {x: 1000.0, y: 1000.0}, "float64")),
     Rewrite("lse_max_shift", _max_shift, "log(sum exp(w)) = m + log(sum exp(w - m)), m = max w: no overflow",
@@ -460,6 +502,10 @@ EXP_RULES = [
             (sp.exp(x) / (sp.exp(x) + sp.exp(y) + 1), {x: 1000.0, y: 1000.0}, "float64")),
     Rewrite("exp_difference", _exp_diff, "exp(a) - exp(b) cancels for a ~ b; exp(b)*expm1(a - b) does not",
             "Higham 2002, sec. 1.14.1", (sp.exp(x) - sp.exp(y), {x: 2e-10, y: 1e-10}, "float64")),
+    Rewrite("exp_difference_cofactor", _exp_diff_cofactor,
+            "P*exp(u) - Q*exp(v) cancels for u ~ v and P ~ Q; exp(v)*(P*expm1(u - v) + (P - Q)) takes both "
+            "differences exactly", "Higham 2002, sec. 1.14.1; Goldberg 1991, sec. 1.4",
+            (sp.exp(-1 / y) / y - sp.exp(-1 / x) / x, {x: 2.0, y: 2.0 + 2.0**-30}, "float64")),
     Rewrite("log_domain_ratio", _log_domain_ratio,
             "exp(a)*exp(b)/(sum exp)**2 overflows to inf/inf; pairing each numerator exponential with one "
             "denominator copy as exp(a - lse) keeps every factor <= 1",

@@ -45,7 +45,7 @@ import mpmath
 import numpy as np
 import sympy as sp
 
-from .accuracy import make_sample, point_bits, ulp_bits
+from .accuracy import Sample, make_sample, point_bits, ulp_bits
 from .budget import check_deadline, cpu_clock
 from .localize import local_errors
 from .numeric import compile_numpy
@@ -54,6 +54,7 @@ from .regimes import TWO_ULPS, best_split
 from .rewrites import RULES
 from .transforms import algebraic_variants, series_variants
 from .verify import equivalent
+from .widen import widened_bits
 
 __all__ = ["Cand", "Step", "Search", "DEFAULT_WORK", "COST"]
 
@@ -138,8 +139,9 @@ class Search:
     """One stabilisation run (state shared by the phases)."""
 
     def __init__(self, expr, variables, domain, budget_s, dtypes, seed, n_points, work=DEFAULT_WORK,
-                 beam=4, rounds=4, samples=None):
+                 beam=4, rounds=4, samples=None, widen=False):
         self.t0 = cpu_clock()
+        self.widen = widen  # float32 kernels may compute in float64 (see acceptable)
         self.expr, self.vars, self.domain = expr, list(variables), domain
         self.budget_s, self.work, self.beam, self.rounds = budget_s, work, beam, rounds
         self.used = 0
@@ -241,7 +243,12 @@ class Search:
         huge a, a function near a root) no backward-stable formula can promise
         more than ``kappa`` ulps; the original being exact there is luck, and
         refusing a candidate that is far better everywhere else for that would
-        keep NaN/inf in the output.  On top of the conditioning, a regression of
+        keep NaN/inf in the output.  When float32 kernels may compute in float64 (``widen``,
+        :mod:`.widen`), a float32 point at NaN/inf-level error is judged as that widened kernel computes it: an
+        intermediate that overflows in float32 only (``(-2*x - 1)/((x**2 + 1)*(x**2 + 2*x + 2))``
+        at x = 3.4e38, whose numerator is -inf) does not block a form that is exact in float64
+        arithmetic (the never-worse check, :mod:`.accept`, then judges the kernel as built).
+        On top of the conditioning, a regression of
         ``REGRESSION_SLACK`` (2) bits is tolerated at a few points (at most 1/16
         of the sample; regressions within the conditioning are excused at up
         to 1/4 of the sample): formulas with the same cancellation round differently,
@@ -257,6 +264,9 @@ class Search:
                 return False
             lim = np.maximum(ob, 1.0) + 1.0
             bad = np.flatnonzero((ob <= 1.0) & (cb > lim))
+            over = bad[cb[bad] >= 31.99] if self.widen and np.dtype(dt) == np.float32 else bad[:0]
+            if len(over):  # NaN/inf in float32 arithmetic only: judged as the widened kernel computes it
+                bad = np.setdiff1d(bad, over[self._widened_bits(c.expr, dt, over) <= lim[over]])
             if not len(bad):
                 continue
             if len(bad) > len(ob) // 4:  # wholesale regression: not a conditioning effect
@@ -265,6 +275,15 @@ class Search:
             if np.any(excess > REGRESSION_SLACK) or np.count_nonzero(excess > 0) > max(2, len(ob) // 16):
                 return False
         return True
+
+    def _widened_bits(self, expr, dt, idx) -> np.ndarray:
+        """Bits of error of ``expr`` at sample points ``idx`` of ``dt`` computed in float64 and
+        rounded once (:func:`.widen.widened_bits`, as a widened float32 kernel computes it)."""
+        s = self.samples[dt]
+        try:
+            return widened_bits(expr, self.vars, Sample(s.dtype, s.X[idx], s.ref[idx]))
+        except Exception:  # noqa: BLE001 - a candidate the evaluator cannot handle is not excused
+            return np.full(len(idx), np.inf)
 
     # -- generation ---------------------------------------------------------
     def children(self, c: Cand):
