@@ -78,7 +78,11 @@ def _ordinary(variables, domain, dt, rng) -> np.ndarray:
         lone = rng.uniform(-60, 60, size=(N_TUPLES // 2, k))
         lone[np.arange(len(lone)), rng.integers(0, k, len(lone))] = rng.choice([-1000.0, -710.0, 710.0, 1000.0],
                                                                                len(lone))
-        X = np.concatenate([X, near, shifted, lone])  # lone: one large input among ordinary ones
+        # one input where its exp overflows (> 709.78) while the result can still be a normal number, the
+        # others ordinary: exp(x)/(exp(x) + exp(y)) is 0 at (19, 720), the truth e^(x - y) = 3.6e-305
+        edge = np.repeat(np.array([[-20.0], [0.0], [19.0]]), k, axis=1)
+        edge = np.concatenate([np.where(np.arange(k) == j, s * 720.0, edge) for j in range(k) for s in (1, -1)])
+        X = np.concatenate([X, near, shifted, lone, edge])  # lone: one large input among ordinary ones
     with np.errstate(all="ignore"):
         X = X.astype(dt)
     ok = np.all([(X[:, j] >= lo) & (X[:, j] <= hi) for j, (lo, hi) in enumerate(bounds)], axis=0)
@@ -219,7 +223,8 @@ def _piece_index(pw: sp.Piecewise, variables, X) -> np.ndarray:
 
 def repair_regimes(orig, chosen, widen, variables, samples: dict, single=None):
     """Replace the pieces of a regime split that lose accuracy against ``orig``, or that
-    overflow (NaN/inf where the reference is finite) where ``single`` does not.
+    overflow (NaN/inf where the reference is finite, or half the format's bits wrong: 0 for a
+    normal number) where ``single`` does not.
 
     ``single`` is the best one-formula form the search found before it split regimes: a
     split fitted on a sample with few large-but-close inputs can hand ``(710, 10)`` to a
@@ -236,7 +241,9 @@ def repair_regimes(orig, chosen, widen, variables, samples: dict, single=None):
     idx = {dt: _piece_index(chosen, variables, s.X) for dt, s in samples.items()}
     ob = {dt: kernel_bits(orig, False, variables, s) for dt, s in samples.items()}
     alt_bits = [{dt: kernel_bits(a, widen, variables, s) for dt, s in samples.items()} for a in alts]
-    top = {dt: MAX_BITS[np.dtype(dt)] for dt in samples}
+    # NaN/inf-level: half the bits of the format or more wrong (an overflow, or a result flushed to 0 where
+    # the reference is a normal number: exp(19)/(exp(19) + exp(720)) is 0, the truth 3.6e-305)
+    top = {dt: MAX_BITS[np.dtype(dt)] / 2 for dt in samples}
     new = list(pieces)
     for k, e in enumerate(pieces):
         def cost(bits):

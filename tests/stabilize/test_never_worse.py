@@ -117,6 +117,18 @@ def test_readme_lse_hessian_regimes():
         _assert_2ulps(got, ref, ("lse hessian", a, b))
 
 
+def test_lse_gradient_where_one_exp_overflows():
+    """d/dx log(e^x + e^y) = sigmoid(x - y) where e^y overflows and the result is still a normal number:
+    a regime piece exp(x)/(exp(x) + exp(y)) (more accurate on ordinary inputs, which do not round
+    x - y) would return 0 at (19, 720), the truth 3.6e-305; the final check's points include such
+    inputs, and the piece is replaced."""
+    g = sg.grad(lambda x, y: np.log(np.exp(x) + np.exp(y)))
+    for x, y in [(19.0, 720.0), (0.0, -720.0), (720.0, 19.0), (-20.0, 715.0), (0.3, 0.2), (1000.0, 999.0)]:
+        with mpmath.workdps(60):
+            ref = float(1 / (1 + mpmath.exp(mpmath.mpf(y) - mpmath.mpf(x))))
+        _assert_2ulps(g(x, y), ref, ("lse gradient", x, y))
+
+
 @pytest.mark.parametrize("dtype", ["float32"])
 def test_regressions_in_float32(dtype):
     g = sg.grad(lambda v: np.exp(v) / (1 + np.exp(v)) ** 2)
