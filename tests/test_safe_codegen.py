@@ -47,6 +47,8 @@ def assert_safe_source(src: str, payloads=(), aot_module: bool = False) -> ast.M
     allowed_imports = {"base64", "math", "numba", "numpy", "symgrad.runtime.gufunc", "symgrad.errors"}
     if aot_module:
         allowed_imports |= {"sys", "dataclasses", "importlib.util", "os"}
+    else:  # JIT modules import the vecmath functions; standalone modules copy them
+        allowed_imports |= {"symgrad.emit.vecmath"}
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             assert {a.name for a in node.names} <= allowed_imports, ast.dump(node)

@@ -233,7 +233,7 @@ def vecmath_imports(body_text: str, helpers: list[str]) -> dict[str, str]:
     helper outside the copied block (a ``_vm_..._call`` wrapper) calls: what a generated module that
     may import symgrad imports instead of copying the block's text."""
     origin = {alias: piece[2] for alias, piece in _vm_pieces().items() if piece[3]}
-    texts = "\n".join([body_text] + [_helper_source(h) for h in helpers if h not in origin])
+    texts = "\n".join([body_text] + [_helper_source(h) for h in helpers if h not in _vm_pieces()])
     return {alias: origin[alias] for alias in sorted(origin) if re.search(rf"\b{alias}\(", texts)}
 
 
