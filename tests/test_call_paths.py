@@ -201,3 +201,24 @@ def test_scalar_arguments_with_an_array_output_take_the_fast_path():
     f = sg.jit(lambda s, t: np.stack([s * t, s + t]))
     for _ in range(2):
         np.testing.assert_array_equal(f(0.5, 4.0), [2.0, 4.5])
+
+
+def test_scalar_entry_is_compiled_on_the_first_float_call():
+    """Array calls never compile the float64 scalar entry (a separate Numba compile); the first call
+    with Python floats compiles it, rebinds the module attribute, and gives the array path's numbers."""
+    from symgrad.compile.cache import _LazyEntry
+
+    def f(x):
+        return np.tanh(x) * np.exp(-0.375 * x)  # a program no other test builds
+
+    g = sg.grad(f)
+    xs = np.array([-2.0, 0.3, 1.5])
+    by_array = g(xs)
+    mod, entry = g.func.__globals__, f"{g.func.__name__}_f64_entry"
+    assert isinstance(mod[entry], _LazyEntry)
+    by_float = [g(float(v)) for v in xs]
+    assert not isinstance(mod[entry], _LazyEntry)
+    assert all(type(v) is float for v in by_float)
+    np.testing.assert_array_equal(by_float, by_array)
+    expect = (1 - np.tanh(xs) ** 2) * np.exp(-0.375 * xs) - 0.375 * np.tanh(xs) * np.exp(-0.375 * xs)
+    np.testing.assert_allclose(by_array, expect, rtol=1e-14)
