@@ -261,7 +261,8 @@ def emit_module(g: Graph, kernels: list[KernelDef], header: list[str],
     # only the imports the code uses: base64 for constants (_decode), math where called
     stdlib = (["base64"] if const_lines else []) + (["math"] if re.search(r"\bmath\.", code) else [])
     out += [f"import {m}" for m in stdlib] + ([""] if stdlib else [])
-    out += ["import numba", "import numpy as np", "", runtime_import]
+    uses_np = const_lines or re.search(r"\b(np\.|_F64|_ndarray|_empty)", code)  # (the last three: np's objects)
+    out += ["import numba"] + (["import numpy as np"] if uses_np else []) + ["", runtime_import]
     if imported:
         out += ["", VECMATH_IMPORT, "from symgrad.emit.vecmath import ("]
         out += [f"    {name} as {alias}," for alias, name in imported.items()] + [")"]

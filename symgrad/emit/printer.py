@@ -212,14 +212,27 @@ class _Body:
         """``# line N: <source>`` above the first statement of each group traced from one user line;
         ``# gradient`` above statements the transforms (or the stabiliser) added after such a group."""
         loc = self.g.lines.get(nid)
-        if loc == self.group or (loc is None and self.group in (None, "gradient")):
+        if loc is None and self.group is None:  # no primal statement of its own: still cite the user's source
+            self.group = "gradient"
+            traced = sorted(set(self.g.lines.values()))
+            if len(traced) == 1:
+                self.lines += comment_lines(f"gradient of {self._cite(traced[0])}")
+            elif traced and len({f for f, _ in traced}) == 1:
+                self.lines.append(f"# gradient of lines {traced[0][1]}-{traced[-1][1]} of {traced[0][0]}")
+            return
+        if loc == self.group or (loc is None and self.group == "gradient"):
             return
         self.group = loc if loc is not None else "gradient"
         if loc is None:
             self.lines.append("# gradient")
             return
+        self.lines += comment_lines(self._cite(loc))
+
+    @staticmethod
+    def _cite(loc) -> str:
+        """``line N: <source text>`` (or ``line N of <file>`` when the text is not available)."""
         text = linecache.getline(loc[0], loc[1]).strip()
-        self.lines += comment_lines(f"line {loc[1]}: {text}" if text else f"line {loc[1]} of {loc[0]}")
+        return f"line {loc[1]}: {text}" if text else f"line {loc[1]} of {loc[0]}"
 
     def _scatter_sum(self, nid: int, target: str, is_output_array: bool) -> None:
         """``s1 + s2 + ... + sk`` of scatters into zeros as one array of zeros and ``+=`` per
