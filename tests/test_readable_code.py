@@ -21,7 +21,7 @@ def test_lse_gradient_module_is_short():
     """The module without the import of the vecmath library (issue 19; one line per function)."""
     src = re.sub(r"\nfrom symgrad\.emit\.vecmath import \([^)]*\)\n", "\n", _source())
     assert "_vm_sigmoid_f64(" in src and "import (" not in src
-    assert len(src.rstrip("\n").splitlines()) <= 50, src
+    assert len(src.rstrip("\n").splitlines()) <= 52, src
 
 
 def test_rewrite_comments_printed_once():

@@ -156,6 +156,10 @@ def _split_keys(variables, samples, dts):
                 d = cols[i] - cols[j]
                 if np.all(np.isfinite(d)):
                     keys.append((variables[i] - variables[j], d))
+        # the largest input magnitude: a form as written (exp(x)/(exp(x) + exp(y))) is the most accurate
+        # where no input is large, and a shifted form (sigmoid(x - y)) where one is -- a split on one
+        # input would hand (19, 720) to the form that overflows
+        keys.append((sp.Max(*[sp.Abs(v) for v in variables]), np.max(np.abs(np.stack(cols)), axis=0)))
     return keys
 
 
