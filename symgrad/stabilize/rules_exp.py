@@ -111,6 +111,18 @@ def _log_sigmoid(node):
     return []
 
 
+def _log_expm1(node):
+    """log(expm1(u)) -> u + log1p(-exp(-u)): expm1(u) overflows for u > 709.78 while its logarithm
+    is about u; the factored form never forms e^u (Maechler 2012, log1mexp: log1p(-exp(-u)) is
+    accurate for u > log 2, where the regimes hand it the points; log(expm1(u)) keeps the rest).
+    (u + log(-expm1(-u)), accurate for every u > 0, is not offered: its logarithm of 1 - e^-u cannot be
+    evaluated exactly for huge u, so the equivalence check could not verify it.)"""
+    if node.func is not sp.log or node.args[0].func is not expm1:
+        return []
+    u = node.args[0].args[0]
+    return [u + sf_log1p(-sp.exp(-u))]
+
+
 def _logaddexp(node):
     if node.func is not sp.log:
         return []
@@ -484,6 +496,8 @@ EXP_RULES = [
             "Maechler 2012", (sp.exp(x) * sigmoid(-x), {x: 1000.0}, "float64")),
     Rewrite("log_sigmoid", _log_sigmoid, "sigmoid(u) underflows to 0 so log gives -inf",
             "Maechler 2012", (sp.log(sigmoid(x)), {x: -1000.0}, "float64")),
+    Rewrite("log_expm1", _log_expm1, "expm1(u) overflows for u > 709.78 while log(expm1(u)) ~ u",
+            "Maechler 2012 (log1mexp)", (sp.log(expm1(x)), {x: 1000.0}, "float64")),
     Rewrite("logaddexp_from_log_sum_exp", _logaddexp,
             "exp overflows inside the sum; logaddexp shifts by max (two terms: u + softplus(v - u) too)",
             "Blanchard, Higham & Higham 2021, sec. 2",

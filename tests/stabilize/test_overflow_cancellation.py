@@ -112,3 +112,14 @@ def test_series_cost_growth_is_fitted_from_three_orders():
         assert T._fitted_growth([(2, 0.02), (4, 0.05), (6, 0.35)]) >= 4.0
     finally:
         T._COST.pop(key, None)
+
+
+def test_log_of_expm1_does_not_overflow():
+    """log(exp(x) - 1) ("log planck"): expm1(x) overflows for x > 709.78 while the value is about x;
+    x + log1p(-exp(-x)) (Maechler's log1mexp) serves large x without a series, so the result no
+    longer hangs on whether a series expansion fits the CPU budget."""
+    e = sp.log(sp.exp(x) - 1)
+    res = stabilize(e, [x], domain={x: (1e-300, 1e300)})
+    assert _bits(res, e, [x], [1e-300, 1e-8, 0.5, 0.6931471805599453, 2.0, 40.0, 709.0, 710.0, 1e5, 1e300]).max() \
+        <= TWO_ULPS
+    assert _bits(res, e, [x], [1e-30, 0.5, 3.0, 100.0, 1e30], "float32").max() <= TWO_ULPS
