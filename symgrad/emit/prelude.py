@@ -7,11 +7,13 @@ built from ``x`` itself so float32 stays float32: ``x ** 0`` is 1 in ``x``'s
 dtype for every ``x``, inf and NaN included (``x - x + 1`` would be NaN at
 +-inf, so ``sigmoid(inf)`` would be NaN instead of 1).
 
-The vectorisable elementary functions of :mod:`symgrad.emit.vecmath` are helpers too: their
-text is copied from that file (between its two marker lines), every top-level name prefixed
-``_vm`` (``exp_f64`` -> ``_vm_exp_f64``, ``_div`` -> ``_vm_div``), one helper per function or
-constant, so a module holds only what its kernels call and runs without symgrad installed.
-Op emit facets call them when :func:`vecmath_enabled` (``$SYMGRAD_VECMATH``, default on).
+The vectorisable elementary functions of :mod:`symgrad.emit.vecmath` are helpers too, named
+with the prefix ``_vm`` (``exp_f64`` -> ``_vm_exp_f64``, ``_div`` -> ``_vm_div``).  Modules that
+symgrad loads import them from that file (:func:`vecmath_imports`: compiled once per machine and
+cached by Numba, inlined by LLVM into each kernel); standalone modules copy their text (between the
+file's two marker lines, one helper per function or constant), so they hold only what their kernels
+call and run without symgrad installed.  Op emit facets call them when :func:`vecmath_enabled`
+(``$SYMGRAD_VECMATH``, default on).
 """
 from __future__ import annotations
 
