@@ -253,20 +253,21 @@ def emit_module(g: Graph, kernels: list[KernelDef], header: list[str],
     # vecmath's functions: imported from symgrad (compiled once per process, cached on disk by Numba)
     # unless the module must stand alone (``symgrad compile``), which copies their text
     imported = vecmath_imports(body, helpers) if runtime_import == RUNTIME_IMPORT and vecmath_importable() else {}
-    if imported:
-        helpers = [h for h in helpers if h not in imported.values() and h not in vm_library()]
+    if imported:  # the copied block's pieces (functions and constants) are not needed then
+        helpers = [h for h in helpers if h not in vm_library()]
     helper_text = "\n".join(helper_source(h) for h in helpers)
     code = "\n".join(line for line in (body + "\n" + helper_text).splitlines() if not line.lstrip().startswith("#"))
     out = [c for line in header for c in comment_lines(line)]
     # only the imports the code uses: base64 for constants (_decode), math where called
     stdlib = (["base64"] if const_lines else []) + (["math"] if re.search(r"\bmath\.", code) else [])
     out += [f"import {m}" for m in stdlib] + ([""] if stdlib else [])
-    uses_np = const_lines or re.search(r"\b(np\.|_F64|_ndarray|_empty)", code)  # (the last three: np's objects)
+    fast_path_names = re.search(r"\b(_F64|_ndarray|_empty)\b", code)  # np's objects the array fast path reads
+    uses_np = const_lines or fast_path_names or re.search(r"\bnp\.", code)
     out += ["import numba"] + (["import numpy as np"] if uses_np else []) + ["", runtime_import]
     if imported:
         out += ["", VECMATH_IMPORT, "from symgrad.emit.vecmath import ("]
         out += [f"    {name} as {alias}," for alias, name in imported.items()] + [")"]
-    if re.search(r"\b(_F64|_ndarray|_empty)\b", code):  # names the array fast path reads (globals, not np's attributes)
+    if fast_path_names:  # module-level aliases: globals, not attribute lookups on np
         out += ["", "_F64 = np.dtype(np.float64)  # the dtype object of every native float64 array",
                 "_ndarray, _empty = np.ndarray, np.empty"]
     if const_lines:
