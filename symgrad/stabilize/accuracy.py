@@ -110,11 +110,13 @@ def make_sample(expr: sp.Expr, variables: Sequence[sp.Symbol], dtype, *, domain:
     return s
 
 
-def point_bits(expr: sp.Expr, variables: Sequence[sp.Symbol], sample: Sample) -> np.ndarray:
-    """Bits of error of ``expr`` evaluated in ``sample.dtype`` at every sample point."""
+def point_bits(expr: sp.Expr, variables: Sequence[sp.Symbol], sample: Sample,
+               values: dict | None = None) -> np.ndarray:
+    """Bits of error of ``expr`` evaluated in ``sample.dtype`` at every sample point.
+    ``values``: subexpression values on ``sample.X`` shared across calls (see :func:`.numeric.compile_numpy`)."""
     if len(sample.X) == 0:
         return np.zeros(0)
-    vals = compile_numpy(expr, variables, sample.dtype)(sample.X)
+    vals = compile_numpy(expr, variables, sample.dtype, values)(sample.X)
     return ulp_bits(vals, sample.ref)
 
 

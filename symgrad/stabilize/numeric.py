@@ -55,28 +55,42 @@ def _fold(g, parts) -> Callable[[Env], np.ndarray]:
     return fold
 
 
+_VALUES = "values"  # key of ``pos``: values of subexpressions on the X the function will be called with
+
+
 def _compile(expr, pos: dict, t) -> Callable[[Env], np.ndarray]:
     """Memoised per :func:`compile_numpy` call (``pos[None]``): shared subexpressions
-    are compiled once and evaluated once per call (DAG, not tree, cost)."""
+    are compiled once and evaluated once per call (DAG, not tree, cost).  A subexpression whose
+    values on this call's points are already known (``pos[_VALUES]``) is neither compiled nor
+    evaluated."""
     memo = pos[None]
     fn = memo.get(expr)
     if fn is None:
-        fn = _compile_node(expr, pos, t)
-        if not (expr in pos or expr.is_Atom):
-            fn = _once_per_env(fn)
+        known = pos[_VALUES]
+        if known is not None and expr in known:
+            value = known[expr]
+            fn = lambda env: value  # noqa: E731
+        else:
+            fn = _compile_node(expr, pos, t)
+            if not (expr in pos or expr.is_Atom):
+                fn = _OncePerEnv(fn)
         memo[expr] = fn
     return fn
 
 
-def _once_per_env(fn):
-    last = [None, None]
+class _OncePerEnv:
+    """``fn(env)`` computed once per environment (the value of one shared subexpression)."""
 
-    def g(env):
-        if last[0] is not env:
-            last[1] = fn(env)
-            last[0] = env
-        return last[1]
-    return g
+    __slots__ = ("fn", "env", "value")
+
+    def __init__(self, fn):
+        self.fn, self.env, self.value = fn, None, None
+
+    def __call__(self, env):
+        if self.env is not env:
+            self.value = self.fn(env)
+            self.env = env
+        return self.value
 
 
 def _compile_node(expr, pos: dict, t) -> Callable[[Env], np.ndarray]:
@@ -213,13 +227,18 @@ def _compile_pow(base, ex, pos, t):
     return lambda env: np.power(b(env), e(env))
 
 
-def compile_numpy(expr: sp.Expr, variables: Sequence[sp.Symbol], dtype) -> Callable[[np.ndarray], np.ndarray]:
+def compile_numpy(expr: sp.Expr, variables: Sequence[sp.Symbol], dtype,
+                  values: dict | None = None) -> Callable[[np.ndarray], np.ndarray]:
     """Compile ``expr`` to a function of an ``(n, len(variables))`` array.
 
     Args:
         expr: SymPy expression over ``variables``.
         variables: ordered input symbols.
         dtype: ``"float64"``/``"float32"`` (or numpy dtype); all arithmetic uses it.
+        values: optional ``{subexpression: (n,) array}`` of values on the one ``X`` the function
+            will be called with; known subexpressions are taken from it, and the call adds the
+            values of the others.  A search scores hundreds of candidates on one sample, and
+            they share most of their subtrees (``Search.score``).
 
     Returns:
         ``f(X) -> ndarray`` of shape ``(n,)`` and the requested dtype; numpy
@@ -227,7 +246,7 @@ def compile_numpy(expr: sp.Expr, variables: Sequence[sp.Symbol], dtype) -> Calla
     """
     t = np.dtype(dtype).type
     pos = {v: i for i, v in enumerate(variables)}
-    pos[None] = {}
+    pos[None], pos[_VALUES] = {}, values
     core = _compile(sp.sympify(expr), pos, t)
 
     def f(X: np.ndarray) -> np.ndarray:
@@ -235,6 +254,9 @@ def compile_numpy(expr: sp.Expr, variables: Sequence[sp.Symbol], dtype) -> Calla
             X = np.asarray(X, dtype=t)
             env = [X[:, i] for i in range(X.shape[1])]
             out = core(env)
+        if values is not None:
+            values.update((e, fn.value) for e, fn in pos[None].items()
+                          if isinstance(fn, _OncePerEnv) and fn.env is env)
         return np.broadcast_to(np.asarray(out, dtype=t), (X.shape[0],)).copy()
     return f
 

@@ -32,7 +32,7 @@ from symgrad.ir.sympy_funcs import dd
 
 from .budget import check_deadline
 from .ddeval import compile_dd, round_certified
-from .numeric import _once_per_env
+from .numeric import _OncePerEnv
 
 __all__ = ["compile_mpmath", "round_to", "reference_values", "reference_values_many", "MAX_PREC"]
 
@@ -218,7 +218,7 @@ def _compile(expr, pos):
         if c is None:
             c = _compile_node(e, pos, rec)
             if not (e in pos or e.is_Atom):
-                c = _once_per_env(c)
+                c = _OncePerEnv(c)
             memo[e] = c
         return c
     return rec(expr)

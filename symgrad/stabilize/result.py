@@ -72,6 +72,9 @@ class StabilizeResult:
             than ``expr``: a regime split of ``expr`` that gains nothing in that dtype is
             replaced there by a single form (:mod:`symgrad.stabilize.dtype_regimes`; a
             ``regime_not_in_<dtype>`` record says so).  Empty: every dtype computes ``expr``.
+        skipped: the optional steps the program's hard CPU deadline cut (``"float32 widening"``,
+            ``"per-dtype regimes"``, ``"double-double region"``); ``expr`` is still the form that
+            passed the never-worse check, so it is kept.
     """
     expr: sp.Expr
     records: list
@@ -83,6 +86,7 @@ class StabilizeResult:
     widen_float32: bool = False
     acceptance: Optional[str] = None
     dtype_exprs: dict = field(default_factory=dict, hash=False)
+    skipped: tuple = ()
 
     def form(self, dtype) -> sp.Expr:
         """The expression the ``dtype`` kernel computes (``expr`` unless ``dtype_exprs`` says otherwise)."""

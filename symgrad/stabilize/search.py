@@ -64,6 +64,8 @@ COST = {"score": 1, "algebraic": 5, "localize": 10, "series": 40, "regime": 20, 
 SERIES_ABOVE = 0.25  # bits: series/regimes are tried only when the best exact form is worse than this
 TIE = 0.05  # bits: candidates this close to the best mean error count as tied (cheaper wins)
 IMPROVE_EPS = 0.01
+# subexpression values kept for scoring (Search._values): 256-point samples, about 2 KB each
+MAX_KNOWN_VALUES = 20000
 MIN_REGIME_GAIN = 0.1  # bits of mean error a regime split must win (see _worth_a_branch)
 REGRESSION_SLACK = 2.0  # bits; see Search.acceptable  # bits: a round must lower the best mean error by more than this to continue
 
@@ -154,6 +156,7 @@ class Search:
         self._cond: dict = {}
         self._local: dict = {}  # (node, dtype, sample index) -> correctly rounded reference (localisation)
         self._variants: dict = {}  # node -> algebraic_variants(node)
+        self._values: dict = {dt: {} for dt in self.samples}  # dtype -> {subexpression: values on its sample}
         self.max_size = 3 * _tree_size(expr, 10**6) + 40
         self.orig = self.score(expr, ())
 
@@ -183,7 +186,9 @@ class Search:
         self.charge("score")
         check_deadline()
         try:
-            bits = {dt: point_bits(expr, self.vars, s) for dt, s in self.samples.items()}
+            if sum(map(len, self._values.values())) > MAX_KNOWN_VALUES:
+                self._values = {dt: {} for dt in self.samples}
+            bits = {dt: point_bits(expr, self.vars, s, self._values[dt]) for dt, s in self.samples.items()}
         except Exception:  # noqa: BLE001 - a candidate the evaluator cannot handle is dropped
             self.seen[expr] = None
             return None

@@ -44,7 +44,7 @@ from .accept import check_points
 from .accuracy import Sample, ulp_bits
 from .budget import StabilizeBudgetExceeded, check_deadline, cpu_clock, hard_deadline  # noqa: F401 (re-exported)
 from .ddeval import compile_dd, round_certified
-from .numeric import _once_per_env, compile_numpy
+from .numeric import _OncePerEnv, compile_numpy
 from .sampling import sample_points
 from .widen import TWO_ULPS
 
@@ -124,7 +124,7 @@ def _compile_many(exprs: Sequence[sp.Expr], variables: Sequence[sp.Symbol]):
         if c is None:
             c = _ref._compile_node(e, pos, rec)
             if not (e in pos or e.is_Atom):
-                c = _once_per_env(c)
+                c = _OncePerEnv(c)
             memo[e] = c
         return c
     return [rec(sp.sympify(e)) for e in exprs]
