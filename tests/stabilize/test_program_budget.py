@@ -134,3 +134,25 @@ def test_cheap_region_searches_on_its_own_sample(monkeypatch):
     v = sp.Symbol("v", positive=True)
     want = reference_values(compile_mpmath(sp.diff(sp.sqrt(v + 1) - sp.sqrt(v), v), [v]), X[:, None], "float64")
     assert np.all(np.abs(got - want) <= 2 * np.spacing(np.abs(want))), (got, want)
+
+
+@pytest.mark.parametrize("step, said", [("dd_region", "double-double region"),
+                                        ("widen_record", "float32 widening"),
+                                        ("_regimes_per_dtype", "per-dtype regimes")])
+def test_a_deadline_in_an_optional_step_keeps_the_checked_form(step, said, monkeypatch):
+    """The steps after the never-worse check only refine its form: when the program's deadline cuts
+    one, the checked form stands (a cut double-double step once threw GELU''''s sech^2 rewrite away on
+    a slower machine, leaving 0.0 for -5.7e-189).  Here the step is made to hit the deadline."""
+    import symgrad.stabilize as stab
+    from symgrad.stabilize.budget import StabilizeBudgetExceeded
+
+    def spent(*args, **kwargs):
+        raise StabilizeBudgetExceeded("the stabiliser's program budget is spent")
+    monkeypatch.setattr(stab, step, spent)
+    softplus = lambda x: np.log(1 + np.exp(x))  # noqa: E731 - its derivative exp(x)/(1 + exp(x)) is NaN past 710
+    x = np.array([-800.0, -40.0, 0.5, 40.0, 800.0])
+    want = [float(1 / (1 + mpmath.exp(-mpmath.mpf(v)))) for v in x]
+    np.testing.assert_allclose(sg.grad(softplus, stabilize=30.0)(x), want, rtol=4e-16, atol=0)
+    notes = sg.trace(softplus, 1.0).rewrites().notes
+    assert any(f"budget spent before the optional {said} step(s); the checked form is kept" in n
+               for n in notes), notes
