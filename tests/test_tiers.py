@@ -334,3 +334,40 @@ def test_programs_the_tape_cannot_lower_wait_for_the_compiled_tier():
     a = np.array([[2.0, 0.3], [0.1, 1.5]])
     np.testing.assert_allclose(g(a), np.linalg.inv(a).T, rtol=1e-12)
     assert next(iter(g.compiled._entries.values())).tiered is None
+
+
+def test_collected_native_kernels_are_disposed_at_the_next_compile_engine_first(monkeypatch):
+    """Native kernels collected by ``gc.collect()`` in a reference cycle keep their llvmlite engine and
+    context alive until the next native compile, which closes each engine, then its context, under
+    the module's lock.  Left to the collector, a context could be disposed first and the engine's own
+    disposal then freed a module of a freed context: a segfault inside ``gc.collect()`` (seen once in
+    a test run, while a background thread compiled)."""
+    import gc
+
+    import llvmlite.binding as llvm
+
+    from symgrad.compile import native
+
+    closed = []
+    for cls in (llvm.ExecutionEngine, llvm.context.ContextRef):
+        close = cls.close
+        monkeypatch.setattr(cls, "close", lambda self, close=close: (closed.append(id(self)), close(self))[1])
+    p = trace_program(lambda x: np.sin(x) * x + 1.0, [np.float64(0.5)], [()])
+    kd = build_kernel(p, "jit", [0]).kernel
+    tape = kernel_tape(p.graph, kd)
+    x, out = np.linspace(0, 1, 4), np.empty(4)
+    made = []
+    for k in range(3):
+        kern = native.native_kernel(tape, kd.name, "float64", cache_key("gc-cycle-test", k))
+        kern(x, out)
+        np.testing.assert_array_equal(out, np.sin(x) * x + 1.0)
+        made.append((id(kern._engine), id(kern._context)))
+        kern.cycle = kern  # garbage only the cycle collector finds
+        del kern
+    del closed[:]
+    gc.collect()
+    assert not any(i in closed for pair in made for i in pair), "disposed of inside the collector"
+    assert {tuple(map(id, r)) for r in native._RETIRED} >= set(made)
+    native.native_kernel(tape, kd.name, "float64", cache_key("gc-cycle-test", 3))(x, out)  # disposes of them
+    for engine, context in made:
+        assert engine in closed and context in closed and closed.index(engine) < closed.index(context)

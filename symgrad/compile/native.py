@@ -23,6 +23,7 @@ import math
 import sys
 import threading
 import time
+import weakref
 
 import numpy as np
 
@@ -169,12 +170,15 @@ class NativeKernel:
         data = _object_code(ir, cache_key("native", key, self.compute, _CODE_MODEL, ir))
         llvm = _llvm()
         with _LLVM_LOCK:
+            _dispose_retired()
             machine = _target_machine(llvm)
             self._context = llvm.create_context()  # the engine's (empty) module: not in the global context
             self._engine = llvm.create_mcjit_compiler(llvm.parse_assembly("", context=self._context), machine)
             self._engine.add_object_file(llvm.ObjectFileRef.from_data(data))
             self._engine.finalize_object()
             address = self._engine.get_function_address(f"{name}_run")
+        # Disposed of later, by _dispose_retired (see there): never inside the garbage collector
+        weakref.finalize(self, _RETIRED.append, (self._engine, self._context)).atexit = False
         if not address:
             raise RuntimeError(f"the native code of {name} has no entry point {name}_run")
         ptr = ctypes.c_void_p
@@ -182,17 +186,6 @@ class NativeKernel:
         self.n_in = len(tape.in_shapes)
         self.out_sizes = [math.prod(s) for s in tape.out_shapes]
         self.n_regs = max(tape.n_regs, 1)
-
-    def __del__(self):
-        # the engine owns its module, which lives in the context: close them in that order.  Not
-        # at interpreter exit: a daemon thread may have stopped holding llvmlite's lock.
-        if sys.is_finalizing():
-            return
-        engine, context = getattr(self, "_engine", None), getattr(self, "_context", None)
-        if engine is not None:
-            engine.close()
-        if context is not None:
-            context.close()
 
     def __call__(self, *arrays):
         ins, outs = arrays[:self.n_in], arrays[self.n_in:]
@@ -213,6 +206,23 @@ class NativeKernel:
             for o, size in zip(outs, self.out_sizes):
                 o.reshape(n, size)[...] = Y[:, start:start + size]
                 start += size
+
+
+# (engine, context) of collected kernels, disposed of at the next native compile, under _LLVM_LOCK.
+# Left to the garbage collector, the two llvmlite objects of a kernel in a reference cycle were
+# finalised in any order, and at any point of any thread: once the context went first, and the
+# engine's disposal then freed a module of a freed context (a segfault inside gc.collect() in a
+# test run, with a background thread compiling).  Not at interpreter exit: a daemon thread may
+# have stopped holding llvmlite's lock.
+_RETIRED: list = []
+
+
+def _dispose_retired() -> None:
+    """Close the engines of collected kernels, then their contexts (caller holds ``_LLVM_LOCK``)."""
+    while _RETIRED:
+        engine, context = _RETIRED.pop()
+        engine.close()  # the engine owns its module, which lives in the context
+        context.close()
 
 
 def _yield_gil() -> None:
