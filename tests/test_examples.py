@@ -12,8 +12,9 @@ import pytest
 from .example_runner import ROOT, TIMEOUT, run_example
 
 EXAMPLES = sorted((ROOT / "examples").glob("*.py"))
-# real-size models whose compiled Jacobian takes minutes to build: run with python -m pytest -m slow
-SLOW = {"grimech.py"}
+# real-size models whose compiled Jacobian takes minutes to build, and the examples that take 10-16 s
+# each (CI's default run stays well inside its 20 minutes): run with python -m pytest -m slow
+SLOW = {"grimech.py", "gaussian_loglik.py", "negbin_mle.py", "dask_logistic_regression.py"}
 
 
 def test_examples_found():

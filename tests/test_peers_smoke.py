@@ -15,6 +15,9 @@ from pathlib import Path
 
 import pytest
 
+# ~40 s: a benchmark script's smoke run, outside CI's default run (python -m pytest -m slow)
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "benchmarks" / "peers.py"
 TIMEOUT = 240  # generous: the machine may be shared; the run itself takes ~30-60 s

@@ -24,7 +24,7 @@ settings.load_profile(PROFILE if PROFILE in ("fast", "long") else "fast")
 # examples per test and profile (per chunk for "long"; run_long.py runs 10 chunks)
 EXAMPLES = {
     # fast: CI's share (about 90 s of its 20 minutes); the long profile is where programs are hunted
-    "fast": {"scalar": 120, "vector": 24, "float32": 60, "forward": 50, "stabilised": 18, "public": 18,
+    "fast": {"scalar": 90, "vector": 24, "float32": 45, "forward": 40, "stabilised": 18, "public": 14,
              "aot": 2},
     "long": {"scalar": 450, "vector": 150, "float32": 200, "forward": 100, "stabilised": 60, "public": 40,
              "aot": 2},
