@@ -23,7 +23,7 @@ from ..ir.graph import Graph
 from ..ir.interpret import sympy_number
 from ..ir.ops import REGISTRY
 from ..ir.ddprogram import OP_NAME as DD_REGION
-from ..stabilize.budget import StabilizeBudgetExceeded, cpu_clock, hard_deadline
+from ..stabilize.budget import StabilizeBudgetExceeded, collector_paused, cpu_clock, hard_deadline
 from ..stabilize.search import _tree_size
 
 MAX_REGION_NODES = 60
@@ -291,7 +291,7 @@ def stabilize_kernel(g: Graph, kernel: KernelDef, budget_s: float | None = None)
     names = {o.node: o.name for o in kernel.outputs}
     roots = region_roots(g, [o.node for o in kernel.outputs])
     searched, flagged, stopped, order = 0, 0, None, []
-    with hard_deadline(deadline):
+    with hard_deadline(deadline), collector_paused():  # other code's garbage is not this budget's
         cands, tri = [], None
         try:
             cands = _candidates(g, roots, names, header, deadline, notes)

@@ -10,10 +10,12 @@ was not searched.
 """
 from __future__ import annotations
 
+import gc
 import threading
 import time
+from contextlib import contextmanager
 
-__all__ = ["StabilizeBudgetExceeded", "hard_deadline", "check_deadline", "cpu_clock"]
+__all__ = ["StabilizeBudgetExceeded", "hard_deadline", "check_deadline", "cpu_clock", "collector_paused"]
 
 
 def cpu_clock() -> float:
@@ -55,3 +57,30 @@ def check_deadline() -> None:
     t = _current()
     if t is not None and cpu_clock() > t:
         raise StabilizeBudgetExceeded("the stabiliser's program budget is spent")
+
+
+_PAUSE_LOCK = threading.Lock()
+_PAUSED = {"depth": 0, "was_enabled": False}
+
+
+@contextmanager
+def collector_paused():
+    """Python's cyclic garbage collector off inside (nestable, from any thread; back on when the
+    last one leaves, if it was on before the first).
+
+    A budget is CPU time of the calling thread, and a full collection of a large heap (a test
+    session's or a notebook's SymPy objects) can take most of a second there: it would be charged
+    to the stabiliser although it collects other code's garbage.  Reference counting still frees
+    the pass's acyclic temporaries; a pass is one program's budget long."""
+    with _PAUSE_LOCK:
+        if _PAUSED["depth"] == 0:
+            _PAUSED["was_enabled"] = gc.isenabled()
+            gc.disable()
+        _PAUSED["depth"] += 1
+    try:
+        yield
+    finally:
+        with _PAUSE_LOCK:
+            _PAUSED["depth"] -= 1
+            if _PAUSED["depth"] == 0 and _PAUSED["was_enabled"]:
+                gc.enable()

@@ -156,3 +156,43 @@ def test_a_deadline_in_an_optional_step_keeps_the_checked_form(step, said, monke
     notes = sg.trace(softplus, 1.0).rewrites().notes
     assert any(f"budget spent before the optional {said} step(s); the checked form is kept" in n
                for n in notes), notes
+
+
+def test_the_collector_is_paused_during_the_pass_and_restored(monkeypatch):
+    """The budget is the thread's CPU time, so a full collection of a large heap inside the pass (0.6 s
+    once, in a test session) was charged to the stabiliser: the collector is off during the pass and
+    back as it was after, nested and from several threads alike."""
+    import gc
+    import threading
+
+    import symgrad.stabilize.triage as triage_mod
+    from symgrad.stabilize.budget import collector_paused
+
+    seen = []
+    real = triage_mod.triage
+
+    def spy(*args, **kwargs):
+        seen.append(gc.isenabled())
+        return real(*args, **kwargs)
+    monkeypatch.setattr(triage_mod, "triage", spy)
+    assert gc.isenabled()
+    sg.trace(lambda x: np.log(1 + np.exp(x)) * x, 1.0).rewrites()
+    assert seen == [False] and gc.isenabled()
+    states = []
+
+    def other_thread():
+        with collector_paused():
+            states.append(gc.isenabled())
+    with collector_paused():
+        t = threading.Thread(target=other_thread)
+        t.start()
+        t.join()
+        assert not gc.isenabled()  # the other thread's exit did not turn it back on
+    assert states == [False] and gc.isenabled()
+    gc.disable()
+    try:
+        with collector_paused():
+            pass
+        assert not gc.isenabled()  # it was off before: left off
+    finally:
+        gc.enable()
