@@ -43,6 +43,10 @@ SHARE_OF_REGIONS = 4
 # 0.05-0.25 s for one-input regions of 13-97 nodes (1.5-13 us per node and point, ~5 typical) and
 # ~0.9 s for the 98-node, 24-input regions of a (4, 4) scalar-loop MLP (~18 us).
 OWN_SAMPLE_FRACTION = 0.25
+# The last part of the budget is kept for building the regions searched so far into the graph: a
+# region whose check passed just before the deadline is kept (see stabilize()), and building a
+# 24-input regime split takes up to ~0.1 s at a 3 s budget.
+APPLY_SHARE = 0.05
 SAMPLE_COST_S = 5e-6
 
 
@@ -280,7 +284,7 @@ def stabilize_kernel(g: Graph, kernel: KernelDef, budget_s: float | None = None)
     from ..stabilize.triage import triage
 
     t0 = cpu_clock()
-    deadline = t0 + budget_s
+    deadline = t0 + budget_s * (1 - APPLY_SHARE)  # searches and checks end here; the rest builds
     header: list[str] = []
     mapping: dict[int, int] = {}  # node -> replacement; consumers are rebuilt on it
     direct: dict[int, int] = {}   # output node -> replacement that contains the node (outputs only)

@@ -34,7 +34,7 @@ from symgrad.ir.ddprogram import dd_regions_enabled
 
 from .accept import accept
 from .accuracy import bits_of_error_report, ulp_bits
-from .budget import StabilizeBudgetExceeded, cpu_clock
+from .budget import StabilizeBudgetExceeded, cpu_clock, deadline_passed
 from .ddregion import dd_region
 from .dtype_regimes import decide_regimes
 from .numeric import compile_numpy
@@ -118,10 +118,7 @@ def stabilize(expr: sp.Expr, variables: Sequence[sp.Symbol], *, domain: Mapping 
     summary = _summary(s.orig.bits, best.bits)
     widen, skipped = None, []
     if widen_float32 and "float32" in s.samples and cpu_clock() - t0 < budget_s:  # float32 beyond 2 ulps
-        try:
-            widen = widen_record(best.expr, s.vars, s.samples["float32"], best.bits["float32"], expr, domain)
-        except StabilizeBudgetExceeded:  # optional: float32 keeps its own arithmetic
-            skipped.append("float32 widening")
+        widen = widen_record(best.expr, s.vars, s.samples["float32"], best.bits["float32"], expr, domain)
     if widen is not None:
         records.append(widen)
         summary["float32"] = summary["float32"][:2] + widen.bits["float32"][2:]
@@ -133,17 +130,18 @@ def stabilize(expr: sp.Expr, variables: Sequence[sp.Symbol], *, domain: Mapping 
         wide = wide and form != expr  # the formula as written is kept as it is
         records, summary = _after_acceptance(expr, best.expr, form, wide, records, s, dtypes)
     others: dict = {}  # dtype -> its own form (a regime split that gains nothing there)
-    # The steps below only refine a form that passed the never-worse check: if the program's hard
-    # deadline cuts one, the accepted form stands (throwing it away made the result depend on load:
+    # The steps below only refine a form that passed the never-worse check: past the program's hard
+    # deadline they are not started, and if it cuts one, the accepted form stands (throwing it away made the result depend on load:
     # GELU'' lost its sech^2 rewrite to a cut double-double step on a slower machine).
-    if form != expr and cpu_clock() - t0 < budget_s:
+    if form != expr and cpu_clock() - t0 < budget_s and not deadline_passed(skipped, "per-dtype regimes"):
         try:
             form, others, records = _regimes_per_dtype(expr, form, wide, records, summary, s, domain, dtypes,
                                                        single, check)
         except StabilizeBudgetExceeded:
             skipped.append("per-dtype regimes")
     hit = None
-    if "float64" in s.samples and dd_regions_enabled() and cpu_clock() - t0 < budget_s:  # float64 beyond 2 ulps
+    if "float64" in s.samples and dd_regions_enabled() and cpu_clock() - t0 < budget_s \
+            and not deadline_passed(skipped, "double-double region"):  # float64 beyond 2 ulps
         try:
             hit = dd_region(others.get("float64", form), s.vars, s.samples["float64"], expr, domain, t0 + budget_s)
         except StabilizeBudgetExceeded:

@@ -15,7 +15,8 @@ import threading
 import time
 from contextlib import contextmanager
 
-__all__ = ["StabilizeBudgetExceeded", "hard_deadline", "check_deadline", "cpu_clock", "collector_paused"]
+__all__ = ["StabilizeBudgetExceeded", "hard_deadline", "check_deadline", "deadline_passed", "cpu_clock",
+           "collector_paused"]
 
 
 def cpu_clock() -> float:
@@ -50,6 +51,15 @@ class hard_deadline:
     def __exit__(self, *exc):
         _LOCAL.t = self.saved
         return False
+
+
+def deadline_passed(skipped: list | None = None, step: str = "") -> bool:
+    """True if the current hard deadline has passed; then ``step`` is appended to ``skipped``."""
+    t = _current()
+    passed = t is not None and cpu_clock() > t
+    if passed and skipped is not None:
+        skipped.append(step)
+    return passed
 
 
 def check_deadline() -> None:

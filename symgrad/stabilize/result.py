@@ -72,9 +72,9 @@ class StabilizeResult:
             than ``expr``: a regime split of ``expr`` that gains nothing in that dtype is
             replaced there by a single form (:mod:`symgrad.stabilize.dtype_regimes`; a
             ``regime_not_in_<dtype>`` record says so).  Empty: every dtype computes ``expr``.
-        skipped: the optional steps the program's hard CPU deadline cut (``"float32 widening"``,
-            ``"per-dtype regimes"``, ``"double-double region"``); ``expr`` is still the form that
-            passed the never-worse check, so it is kept.
+        skipped: the optional steps after the never-worse check that the program's hard CPU
+            deadline cut or left unstarted (``"per-dtype regimes"``, ``"double-double region"``);
+            ``expr`` is still the form that passed the check, so it is kept.
     """
     expr: sp.Expr
     records: list
