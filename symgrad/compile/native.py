@@ -20,7 +20,6 @@ from __future__ import annotations
 import ctypes
 import functools
 import math
-import sys
 import threading
 import time
 import weakref

@@ -116,7 +116,7 @@ def stabilize(expr: sp.Expr, variables: Sequence[sp.Symbol], *, domain: Mapping 
         records.append(RewriteRecord(st.name, st.sub_before, st.sub_after, bits, st.regime,
                                      st.before, st.after))
     summary = _summary(s.orig.bits, best.bits)
-    widen, skipped = None, []
+    widen = None
     if widen_float32 and "float32" in s.samples and cpu_clock() - t0 < budget_s:  # float32 beyond 2 ulps
         widen = widen_record(best.expr, s.vars, s.samples["float32"], best.bits["float32"], expr, domain)
     if widen is not None:
@@ -131,21 +131,25 @@ def stabilize(expr: sp.Expr, variables: Sequence[sp.Symbol], *, domain: Mapping 
         records, summary = _after_acceptance(expr, best.expr, form, wide, records, s, dtypes)
     others: dict = {}  # dtype -> its own form (a regime split that gains nothing there)
     # The steps below only refine a form that passed the never-worse check: past the program's hard
-    # deadline they are not started, and if it cuts one, the accepted form stands (throwing it away made the result depend on load:
-    # GELU'' lost its sech^2 rewrite to a cut double-double step on a slower machine).
-    if form != expr and cpu_clock() - t0 < budget_s and not deadline_passed(skipped, "per-dtype regimes"):
-        try:
-            form, others, records = _regimes_per_dtype(expr, form, wide, records, summary, s, domain, dtypes,
-                                                       single, check)
-        except StabilizeBudgetExceeded:
-            skipped.append("per-dtype regimes")
-    hit = None
-    if "float64" in s.samples and dd_regions_enabled() and cpu_clock() - t0 < budget_s \
-            and not deadline_passed(skipped, "double-double region"):  # float64 beyond 2 ulps
-        try:
-            hit = dd_region(others.get("float64", form), s.vars, s.samples["float64"], expr, domain, t0 + budget_s)
-        except StabilizeBudgetExceeded:
-            skipped.append("double-double region")
+    # deadline they are not started, and if it cuts one, the checked form stands (throwing it away
+    # made results depend on load: GELU'' lost its sech^2 form to a cut double-double step on CI).
+    skipped: list = []  # optional steps the deadline cut or left unstarted
+
+    def optional(step: str, run):
+        if not deadline_passed():
+            try:
+                return run()
+            except StabilizeBudgetExceeded:
+                pass
+        skipped.append(step)
+        return None
+
+    if form != expr and cpu_clock() - t0 < budget_s:
+        form, others, records = optional("per-dtype regimes", lambda: _regimes_per_dtype(
+            expr, form, wide, records, summary, s, domain, dtypes, single, check)) or (form, others, records)
+    if "float64" in s.samples and dd_regions_enabled() and cpu_clock() - t0 < budget_s:  # float64 beyond 2 ulps
+        hit = optional("double-double region", lambda: dd_region(
+            others.get("float64", form), s.vars, s.samples["float64"], expr, domain, t0 + budget_s))
         if hit is not None:
             if "float64" in others:
                 others["float64"], rec = hit

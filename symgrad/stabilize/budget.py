@@ -53,19 +53,15 @@ class hard_deadline:
         return False
 
 
-def deadline_passed(skipped: list | None = None, step: str = "") -> bool:
-    """True if the current hard deadline has passed; then ``step`` is appended to ``skipped``."""
+def deadline_passed() -> bool:
+    """True if the current hard deadline (if any) has passed."""
     t = _current()
-    passed = t is not None and cpu_clock() > t
-    if passed and skipped is not None:
-        skipped.append(step)
-    return passed
+    return t is not None and cpu_clock() > t
 
 
 def check_deadline() -> None:
     """Raise :class:`StabilizeBudgetExceeded` if the current hard deadline has passed."""
-    t = _current()
-    if t is not None and cpu_clock() > t:
+    if deadline_passed():
         raise StabilizeBudgetExceeded("the stabiliser's program budget is spent")
 
 

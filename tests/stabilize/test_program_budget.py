@@ -140,9 +140,8 @@ def test_cheap_region_searches_on_its_own_sample(monkeypatch):
                                         ("_regimes_per_dtype", "per-dtype regimes")])
 def test_a_deadline_in_an_optional_step_keeps_the_checked_form(step, said, monkeypatch):
     """The steps after the never-worse check only refine its form: when the program's deadline cuts
-    one, the checked form stands (a deadline before the check still discards the region: nothing
-    unchecked is kept) (a cut double-double step once threw GELU''''s sech^2 rewrite away on
-    a slower machine, leaving 0.0 for -5.7e-189).  Here the step is made to hit the deadline."""
+    one, the checked form stands.  A cut double-double step once threw the sech^2 rewrite of GELU''
+    away on a slower machine, leaving 0.0 for -5.7e-189.  Here the step is made to hit the deadline."""
     import symgrad.stabilize as stab
     from symgrad.stabilize.budget import StabilizeBudgetExceeded
 
