@@ -34,7 +34,7 @@ from symgrad.ir.ddprogram import dd_regions_enabled
 
 from .accept import accept
 from .accuracy import bits_of_error_report, ulp_bits
-from .budget import StabilizeBudgetExceeded, cpu_clock, deadline_passed
+from .budget import StabilizeBudgetExceeded, collector_paused, cpu_clock, deadline_passed
 from .ddregion import dd_region
 from .dtype_regimes import decide_regimes
 from .numeric import compile_numpy
@@ -61,6 +61,7 @@ def _summary(bits_before: dict, bits_after: dict) -> dict:
     return out
 
 
+@collector_paused()  # the budget is this thread's CPU time: other code's garbage is not charged to it
 def stabilize(expr: sp.Expr, variables: Sequence[sp.Symbol], *, domain: Mapping | None = None,
               budget_s: float = 2.0, dtypes: Sequence[str] = ("float64", "float32"), seed: int = 0,
               n_points: int = 256, work: int = DEFAULT_WORK, widen_float32: bool = True,

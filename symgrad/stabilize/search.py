@@ -156,6 +156,7 @@ class Search:
         self._cond: dict = {}
         self._local: dict = {}  # (node, dtype, sample index) -> correctly rounded reference (localisation)
         self._variants: dict = {}  # node -> algebraic_variants(node)
+        self._splits: dict = {}  # candidate expressions -> best_split over them
         self._values: dict = {dt: {} for dt in self.samples}  # dtype -> {subexpression: values on its sample}
         self.max_size = 3 * _tree_size(expr, 10**6) + 40
         self.orig = self.score(expr, ())
@@ -411,10 +412,16 @@ class Search:
         if self.vars and self.best_exact().score > SERIES_ABOVE and not self.out_of_budget():
             # Exact candidates are the same function, so their series at the root are the same:
             # expand the original (usually the cheapest for SymPy) and the best form only if that fails.
-            done: set = set()
-            for c in [self.orig, self.best_exact()]:
-                if self.series(c, done):
-                    break
+            # A regime split of the forms found may already serve every region (log(expm1(x))
+            # near 0, x + log1p(-exp(-x)) beyond): then the series would only spend the budget.
+            rc = self.regime(self.ranked()[1])
+            if rc is None or rc.score > SERIES_ABOVE:
+                if rc is not None:  # not a candidate itself: the final split would nest it
+                    del self.seen[rc.expr]
+                done: set = set()
+                for c in [self.orig, self.best_exact()]:
+                    if self.series(c, done):
+                        break
         return self.choose()
 
     def frontier(self, expanded: set) -> list:
@@ -443,33 +450,46 @@ class Search:
         cs.sort(key=Cand.key)
         return cs
 
-    def choose(self) -> Cand:
-        pool = self.pool()
-        exact = [c for c in pool if c.exact]
-        ok = [c for c in exact if c.score <= self.orig.score + 1e-9 and self.acceptable(c)]
-        if ok:  # ties (within TIE bits of the best mean) go to the cheaper form
+    def ranked(self):
+        """The acceptable exact candidates, best first (ties within TIE bits go to the cheaper
+        form), and the best of them (the original when none is acceptable)."""
+        ok = [c for c in self.pool() if c.exact and c.score <= self.orig.score + 1e-9 and self.acceptable(c)]
+        if ok:
             tied = [c for c in ok if c.score <= ok[0].score + TIE]
             first = min(tied, key=lambda c: (c.cost, c.key()))
             ok = [first] + [c for c in ok if c is not first]
-        best_exact = ok[0] if ok else self.orig
+        return ok, (ok[0] if ok else self.orig)
+
+    def regime(self, best_exact: Cand):
+        """The regime split over a few of the best candidates (series included), or None when
+        no split is worth its branch over ``best_exact`` (``_worth_a_branch``)."""
+        pool = self.pool()
+        picks, seen = [], set()
+        base = [self.orig, best_exact] + [c for c in pool if c.exact][:4] + [c for c in pool if not c.exact][:3]
+        for c in base + _complements(base, pool[:64], 2):
+            if c.expr not in seen:
+                seen.add(c.expr)
+                picks.append(c)
+        if len(picks) < 2:
+            return None
+        key = tuple(c.expr for c in picks)
+        if key not in self._splits:
+            self.charge("regime")
+            self._splits[key] = best_split([(c.expr, c.bits) for c in picks], self.samples, self.vars, self.expr)
+        split = self._splits[key]
+        if split is None:
+            return None
+        pw, cond, _ = split
+        rc = self.score(pw, best_exact.history + (Step("regime_split", best_exact.expr, pw, best_exact.expr, pw, cond),))
+        return rc if rc is not None and _worth_a_branch(rc, best_exact) and self.acceptable(rc) else None
+
+    def choose(self) -> Cand:
+        ok, best_exact = self.ranked()
         final = list(ok)
-        # regimes over a few of the best candidates (series included)
         if best_exact.score > 0.05 and not (self.timed_out and self.exhausted):
-            picks, seen = [], set()
-            base = [self.orig, best_exact] + exact[:4] + [c for c in pool if not c.exact][:3]
-            for c in base + _complements(base, pool[:64], 2):
-                if c.expr not in seen:
-                    seen.add(c.expr)
-                    picks.append(c)
-            if len(picks) > 1:
-                self.charge("regime")
-                split = best_split([(c.expr, c.bits) for c in picks], self.samples, self.vars, self.expr)
-                if split is not None:
-                    pw, cond, _ = split
-                    rc = self.score(pw, best_exact.history + (
-                        Step("regime_split", best_exact.expr, pw, best_exact.expr, pw, cond),))
-                    if rc is not None and _worth_a_branch(rc, best_exact) and self.acceptable(rc):
-                        final = [rc] + final
+            rc = self.regime(best_exact)
+            if rc is not None:
+                final = [rc] + final
         for c in final:
             if c is self.orig:
                 return c
