@@ -22,7 +22,7 @@ import sympy as sp
 
 from symgrad.ir.sympy_funcs import expm1, hypot, log1p
 from .rules_exp import EXP_RULES, _log_domain_ratio
-from .rules_util import Rewrite, coeff_and_rest, constant_minus, x, y
+from .rules_util import Rewrite, a, b, coeff_and_rest, constant_minus, x, y
 
 __all__ = ["Rewrite", "RULES", "x", "y"]
 
@@ -300,6 +300,71 @@ def _hypot_scaled(node):
     return []
 
 
+def _denominator_copies(f):
+    """``f = d**-k`` (k a positive integer or half-integer) as k copies of ``d`` (``sqrt`` of a
+    base for half-integers; a sum of two squares under a root as ``hypot``), else None."""
+    b, e = f.as_base_exp()
+    if not (e.is_Rational and e < 0 and e.q in (1, 2) and -e.p <= 4 * e.q):
+        return None
+    d = b if e.q == 1 else sp.sqrt(b)
+    if d.is_Pow and d.exp == sp.S.Half:
+        d = next(iter(_hypot(d)), d)
+    return [d] * int(-e.p)
+
+
+def _spread(factors, dens):
+    """Divide each numerator factor by the denominators sharing most of its inputs (a sum by
+    dividing each of its terms), the rest one at a time at the end; every product unevaluated."""
+    factors = list(factors)
+    got: list = [[] for _ in factors]
+    left = []
+    for d in dens:
+        ds = d.free_symbols
+        pick = [i for i, f in enumerate(factors) if f.free_symbols & ds]
+        if not pick:
+            left.append(d)
+            continue
+        got[min(pick, key=lambda i: (len(got[i]), -len(factors[i].free_symbols & ds), i))].append(d)
+    pieces = []
+    for f, ds in zip(factors, got):
+        if f.is_Add and ds:
+            f = sp.Add(*[_spread(sp.Mul.make_args(t), ds) for t in f.args], evaluate=False)
+        else:
+            for d in ds:
+                f = sp.Mul(f, sp.Pow(d, -1), evaluate=False)
+        pieces.append(f)
+    acc = pieces[0] if len(pieces) == 1 else sp.Mul(*pieces, evaluate=False)
+    for d in left:
+        acc = sp.Mul(acc, sp.Pow(d, -1), evaluate=False)
+    return acc
+
+
+def _pair_divide(node):
+    """N/(D1*...*Dk) -> each factor of N divided by the D_j that share its inputs.
+
+    ``(a*x + b*y)/(hypot(a, b)*hypot(x, y))`` (cosine similarity) forms ``a*x`` and the product
+    of norms first: both underflow (0/0) or overflow (inf/inf) where every ratio ``a/hypot(a, b)``
+    is at most 1 and the result is representable.  Pairing each input with the norm it is
+    scaled by -- recursively through sums, ``(a/ha)*(x/hx) + (b/ha)*(y/hx)`` -- keeps every
+    intermediate near the size of the result.  A generalisation of ``divide_early`` (one pair)
+    to several denominators and sums.
+    """
+    if not node.is_Mul:
+        return []
+    c, rest = node.as_coeff_Mul()
+    num, dens = [], []
+    for f in sp.Mul.make_args(rest):
+        copies = _denominator_copies(f) if f.is_Pow else None
+        if copies is None:
+            num.append(f)
+        else:
+            dens += copies
+    if len(dens) < 2 or not num or not any(f.is_Add for f in num) or len(num) + len(dens) > 8:
+        return []
+    new = _spread(num, dens)
+    return [new if c == 1 else sp.Mul(c, new, evaluate=False)]
+
+
 def _pow_diff(node):
     """(a)**2 - (b)**2 -> (a - b)*(a + b): exact-ish factorisation avoiding cancellation."""
     if not node.is_Add or len(node.args) != 2:
@@ -541,6 +606,13 @@ RULES: list[Rewrite] = [
             "one factor first keeps the intermediate in range",
             "Higham 2002, sec. 27.8 (scaling to avoid overflow)",
             (x**2 * (x**3 + 1) / sp.cosh(x) ** 2, {x: 1e10}, "float32"), overflow_only=True),
+    Rewrite("pair_divide", _pair_divide,
+            "a*x/(|a|*|x|) forms a*x and the product of norms first, both out of range where every "
+            "ratio a/|a| is <= 1; dividing each factor by the norm of its own inputs is not",
+            "Higham 2002, sec. 27.8 (scaling to avoid overflow)",
+            ((x * a + y * b) / (sp.sqrt(x**2 + y**2) * sp.sqrt(a**2 + b**2)), {x: 1e-200, y: 1e-200, a: 1e-200,
+                                                                               b: 1e-200}, "float64"),
+            overflow_only=True),
     Rewrite("hypot_from_sqrt", _hypot, "a**2 + b**2 overflows/underflows long before sqrt of it does",
             "Higham 2002, sec. 27.8 (hypot); Goldberg 1991", (sp.sqrt(x**2 + y**2), {x: 1e200, y: 1e200},
                                                              "float64")),

@@ -6,7 +6,7 @@ from typing import Callable
 
 import sympy as sp
 
-__all__ = ["Rewrite", "x", "y", "coeff_and_rest", "exp_terms"]
+__all__ = ["Rewrite", "x", "y", "a", "b", "coeff_and_rest", "exp_terms"]
 
 @dataclass(frozen=True)
 class Rewrite:
@@ -33,6 +33,7 @@ class Rewrite:
 
 
 x, y = sp.symbols("x y", real=True)
+a, b = sp.symbols("a b", real=True)  # witnesses of rules with four inputs
 
 
 def coeff_and_rest(t: sp.Expr):

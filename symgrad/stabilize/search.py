@@ -64,6 +64,8 @@ COST = {"score": 1, "algebraic": 5, "localize": 10, "series": 40, "regime": 20, 
 SERIES_ABOVE = 0.25  # bits: series/regimes are tried only when the best exact form is worse than this
 TIE = 0.05  # bits: candidates this close to the best mean error count as tied (cheaper wins)
 IMPROVE_EPS = 0.01
+SERIES_SPARE = float(np.log2(5.0))  # bits: a regime split beyond 4 ulps at some point still calls for a series
+REPAIR_BITS = 8.0  # bits: a point lost this badly by every frontier form calls for the form that serves it
 # subexpression values kept for scoring (Search._values): 256-point samples, about 2 KB each
 MAX_KNOWN_VALUES = 20000
 MIN_REGIME_GAIN = 0.1  # bits of mean error a regime split must win (see _worth_a_branch)
@@ -414,8 +416,10 @@ class Search:
             # expand the original (usually the cheapest for SymPy) and the best form only if that fails.
             # A regime split of the forms found may already serve every region (log(expm1(x))
             # near 0, x + log1p(-exp(-x)) beyond): then the series would only spend the budget.
+            # (Within 0.25 bits on the mean is not enough: GELU' keeps 9 bits at 4% of its points.)
+            # float32 at 3 ulps at one point of log(exp(x) - 1) is.
             rc = self.regime(self.ranked()[1])
-            if rc is None or rc.score > SERIES_ABOVE:
+            if rc is None or rc.score > SERIES_ABOVE or any(b.max(initial=0.0) > SERIES_SPARE for b in rc.bits.values()):
                 if rc is not None:  # not a candidate itself: the final split would nest it
                     del self.seen[rc.expr]
                 done: set = set()
@@ -435,6 +439,8 @@ class Search:
         (:func:`~.rewrites._divide_early`) is never tried.  Keeping the best program of each format
         (in the spirit of Herbie's candidate table, which keeps every program that is best at some
         sample point; Panchekha et al. 2015) costs at most one expansion per dtype and round.
+        One more is the candidate that serves the most points every one of those loses
+        (:func:`_repairing`).
         """
         open_ = [c for c in self.pool() if c.exact and c.expr not in expanded]
         out = open_[:self.beam]
@@ -443,7 +449,7 @@ class Search:
                                               c.key()), default=None)
             if best is not None and all(best is not c for c in out):
                 out.append(best)
-        return out
+        return out + _repairing(out, open_[:64])
 
     def pool(self):
         cs = [c for c in self.seen.values() if c is not None]
@@ -543,6 +549,27 @@ def _complements(base, pool, k):
         names.add(best.expr)
         cur = {dt: np.minimum(cur[dt], _pen(best.bits[dt])) for dt in dts}
     return out
+
+
+def _repairing(base, pool) -> list:
+    """The candidate of ``pool`` within 2 ulps at most of the points where every one of ``base``
+    loses more than ``REPAIR_BITS`` (none if it repairs fewer than 2 points).
+
+    A form exact where the others cancel but NaN where they are merely inaccurate ranks low on
+    every mean, so it is never expanded: the combined quotient ``y*(b*x - a*y)/(hypot(a, b)*
+    (x**2 + y**2)**(3/2))`` of a cosine similarity's derivative, which underflows at tiny inputs
+    until ``pair_divide`` rewrites it.  Herbie keeps every program that is best at some point for
+    the same reason (Panchekha et al. 2015, its candidate table); this keeps one per round.
+    """
+    if not base:
+        return []
+    lost = {dt: np.min([b.bits[dt] for b in base], axis=0) > REPAIR_BITS for dt in base[0].bits}
+    if not any(m.sum() >= 2 for m in lost.values()):
+        return []
+    names = {c.expr for c in base}
+    gain = lambda c: sum(int(np.count_nonzero(lost[dt] & (c.bits[dt] <= TWO_ULPS + 1e-9))) for dt in lost)  # noqa: E731
+    best = max((c for c in pool if c.expr not in names), key=gain, default=None)
+    return [best] if best is not None and gain(best) >= 2 else []
 
 
 def _pen(bits):
