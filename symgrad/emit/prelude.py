@@ -40,6 +40,27 @@ def _softplus(x):
     zero = x ** 0 - x ** 0
     return max(x, zero) + np.log1p(np.exp(-abs(x)))
 ''',
+    "_bd0": '''
+@numba.njit(cache=True, fastmath=False, error_model="numpy", nogil=True)
+def _bd0(a, b):
+    """a log(a/b) + b - a in float64 by Loader's (2000) algorithm (symgrad.ir.numpy_funcs.bd0):
+    (a - b) v + 2a (v^3/3 + v^5/5 + ...), v = (a - b)/(a + b), where |a - b| < (a + b)/2."""
+    A = np.float64(a)
+    B = np.float64(b)
+    d = A - B
+    if abs(d) < 0.5 * abs(A + B):
+        v = d / (A + B)
+        v2 = v * v
+        s = d * v
+        ej = 2.0 * A * v
+        for j in range(1, 31):
+            ej *= v2
+            s += ej / (2 * j + 1)
+        return s
+    if A == 0.0:
+        return B
+    return A * np.log(A / B) + B - A
+''',
     "_erf": '''
 @numba.njit(cache=True, fastmath=False, error_model="numpy", nogil=True)
 def _erf(x):

@@ -16,7 +16,7 @@ from __future__ import annotations
 import mpmath
 import sympy as sp
 
-__all__ = ["log1p", "expm1", "softplus", "sigmoid", "logaddexp", "hypot", "dd", "strip_dd", "CUSTOM_FUNCTIONS"]
+__all__ = ["log1p", "bd0", "expm1", "softplus", "sigmoid", "logaddexp", "hypot", "dd", "strip_dd", "CUSTOM_FUNCTIONS"]
 
 
 class _StableFunction(sp.Function):
@@ -62,6 +62,25 @@ class log1p(_StableFunction):
     @staticmethod
     def _mp(x):
         return mpmath.log1p(x)
+
+
+class bd0(_StableFunction):
+    """a log(a/b) + b - a (a >= 0, b > 0): the deviance term of Loader (2000), accurate where
+    the two parts cancel (a near b, where it is about (a - b)^2/(2b)).  Sums of it are the
+    Kullback-Leibler divergence of Bernoulli or Poisson laws and the Poisson deviance."""
+    nargs = 2
+
+    def fdiff(self, argindex=1):
+        a, b = self.args
+        return sp.log(a / b) if argindex == 1 else 1 - a / b
+
+    @classmethod
+    def _elementary(cls, a, b):
+        return a * sp.log(a / b) + b - a
+
+    @staticmethod
+    def _mp(a, b):
+        return (a * mpmath.log(a / b) if a else mpmath.mpf(0)) + b - a
 
 
 class expm1(_StableFunction):
@@ -182,4 +201,4 @@ def strip_dd(expr):
     return expr.replace(dd, lambda u: u) if expr.has(dd) else expr
 
 
-CUSTOM_FUNCTIONS = {cls.__name__: cls for cls in (log1p, expm1, softplus, sigmoid, logaddexp, hypot)}
+CUSTOM_FUNCTIONS = {cls.__name__: cls for cls in (log1p, bd0, expm1, softplus, sigmoid, logaddexp, hypot)}

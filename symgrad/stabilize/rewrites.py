@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import sympy as sp
 
-from symgrad.ir.sympy_funcs import expm1, hypot, log1p
+from symgrad.ir.sympy_funcs import bd0, expm1, hypot, log1p
 from .rules_exp import EXP_RULES, _log_domain_ratio
 from .rules_util import Rewrite, a, b, coeff_and_rest, constant_minus, x, y
 
@@ -365,6 +365,56 @@ def _pair_divide(node):
     return [new if c == 1 else sp.Mul(c, new, evaluate=False)]
 
 
+def _as_bd0(t):
+    """``c*log(a/b)`` with ``c == a`` or ``c == b``: (bd0 form, its linear part), else None.
+
+    a log(a/b) = bd0(a, b) + a - b and b log(a/b) = -bd0(b, a) + a - b."""
+    c, logs = sp.S.One, []
+    for f in sp.Mul.make_args(t):
+        if f.func is sp.log:
+            logs.append(f)
+        else:
+            c = c * f
+    if len(logs) != 1:
+        return None
+    num, den = sp.fraction(sp.together(logs[0].args[0]))
+    if den == 1:
+        return None
+    if sp.expand(c - num) == 0:
+        return bd0(num, den), num - den
+    if sp.expand(c - den) == 0:
+        return -bd0(den, num), num - den
+    return None
+
+
+def _deviance_terms(node):
+    """sum a_i log(a_i/b_i) + rest -> sum bd0(a_i, b_i) + (sum (a_i - b_i) + rest), simplified,
+    when the linear part cancels (to 0 or to fewer operations than ``rest``).
+
+    The Kullback-Leibler divergence of Bernoulli laws m log(m/t) + (1 - m) log((1 - m)/(1 - t))
+    and the Poisson deviance y log(y/mu) - (y - mu) are sums of values of size |a - b| that cancel
+    to a value of size (a - b)^2: bd0 (Loader 2000) computes each deviance term without that
+    cancellation, and the linear parts cancel symbolically (sum (a_i - b_i) = 0 for KL).
+    """
+    if not node.is_Add:
+        return []
+    forms, lin, rest = [], [], []
+    for t in node.args:
+        hit = _as_bd0(t)
+        if hit is None:
+            rest.append(t)
+        else:
+            forms.append(hit[0])
+            lin.append(hit[1])
+    if not forms or len(forms) > 4:
+        return []
+    rest_sum = sp.Add(*rest)
+    left = sp.cancel(sp.Add(*lin) + rest_sum)
+    if not (left == 0 or sp.count_ops(left) < sp.count_ops(rest_sum)):
+        return []
+    return [sp.Add(*forms) + left]
+
+
 def _pow_diff(node):
     """(a)**2 - (b)**2 -> (a - b)*(a + b): exact-ish factorisation avoiding cancellation."""
     if not node.is_Add or len(node.args) != 2:
@@ -613,6 +663,11 @@ RULES: list[Rewrite] = [
             ((x * a + y * b) / (sp.sqrt(x**2 + y**2) * sp.sqrt(a**2 + b**2)), {x: 1e-200, y: 1e-200, a: 1e-200,
                                                                                b: 1e-200}, "float64"),
             overflow_only=True),
+    Rewrite("deviance_terms", _deviance_terms,
+            "a log(a/b) terms whose linear parts cancel (KL divergence, Poisson deviance) lose every bit "
+            "near a = b; Loader's bd0 does not",
+            "Loader 2000 (bd0)",
+            (x * sp.log(x / y) + (1 - x) * sp.log((1 - x) / (1 - y)), {x: 0.3, y: 0.3 + 3e-9}, "float64")),
     Rewrite("hypot_from_sqrt", _hypot, "a**2 + b**2 overflows/underflows long before sqrt of it does",
             "Higham 2002, sec. 27.8 (hypot); Goldberg 1991", (sp.sqrt(x**2 + y**2), {x: 1e200, y: 1e200},
                                                              "float64")),

@@ -33,7 +33,7 @@ RESERVED = frozenset(
     | {n for n in dir(builtins) if not n.startswith("_")} - _SITE_BUILTINS
     | {n for n in vars(_runtime) if not n.startswith("__")}
     | {"np", "math", "numba", "base64", "importlib", "os", "sys", "GufuncSpec", "gufunc_call",
-       "_decode", "_sigmoid", "_softplus", "_erf", "_gufunc_call", "_ext", "_load_kernels",
+       "_decode", "_sigmoid", "_softplus", "_erf", "_bd0", "_gufunc_call", "_ext", "_load_kernels",
        "out", "self", "_acc", "_heaviside", "_polygamma", "_BERNOULLI_2K", "_scipy_special", "_llvm",
        "_cython_address"}
 )

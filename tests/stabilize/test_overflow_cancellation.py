@@ -162,3 +162,42 @@ def test_cosine_similarity_divides_each_input_by_the_norm_of_its_vector(part):
             (1e3, -1e-300, 5e-3, 7e2), (-3e-5, 4e-5, 1e-10, 2e-10)]
     assert _bits(res, e, vs, rows).max() <= TWO_ULPS
     assert _bits(res, e, vs, [(1e-30, 2e-30, 3e-30, -1e-30), (1.0, 2.0, 3.0, 4.0)], "float32").max() <= TWO_ULPS
+
+
+KL = m * sp.log(m / t) + (1 - m) * sp.log((1 - m) / (1 - t))
+
+
+def test_bernoulli_kl_divergence_sums_deviance_terms():
+    """m log(m/t) + (1 - m) log((1 - m)/(1 - t)) is about (m - t)^2/(2 t (1 - t)) near m = t, the
+    difference of terms of size |m - t|: all bits lost (the benchmark's NaN/inf-level case).  As
+    bd0(m, t) + bd0(1 - m, 1 - t) (Loader 2000; the linear parts cancel symbolically) it is within
+    the conditioning of the inputs (1 - m and 1 - t round when m, t < 1/2)."""
+    dom = {m: (1e-6, 1 - 1e-6), t: (1e-6, 1 - 1e-6)}
+    res = stabilize(KL, [m, t], domain=dom)
+    assert "deviance_terms" in [r.name for r in res.records]
+    rows = [(0.3, 0.3 + 3e-9), (0.75, 0.75 - 1e-10), (0.5, 0.5 + 1e-7), (0.01, 0.02), (0.9, 0.1), (1e-5, 2e-5)]
+    fn = compile_mpmath(KL, [m, t])
+    cond = np.array([_cond_bits(fn, r) for r in rows])
+    assert np.all(_bits(res, KL, [m, t], rows) <= TWO_ULPS + cond + 1e-9)
+
+
+def test_bd0_helper_matches_its_numpy_facet_and_mpmath():
+    """The generated kernels' _bd0 and the op's numpy facet run one algorithm (Loader's series
+    where |a - b| < (a + b)/2), within 6 ulps of 300-bit mpmath over 10 decades of a and b/a."""
+    import mpmath
+    import numba
+
+    from symgrad.emit.prelude import helper_source
+    from symgrad.ir.numpy_funcs import bd0
+    ns = {"np": np, "numba": numba, "math": __import__("math")}
+    exec(helper_source("_bd0").replace("cache=True", "cache=False"), ns)  # noqa: S102 - symgrad's own helper
+    rng = np.random.default_rng(3)
+    A = 10 ** rng.uniform(-8, 3, 600)
+    B = A * (1 + np.concatenate([10 ** rng.uniform(-12, 0, 300), -10 ** rng.uniform(-12, -0.01, 150),
+                                 10 ** rng.uniform(0, 4, 150)]))
+    got = bd0(A, B)
+    assert np.array_equal(got, np.array([ns["_bd0"](a, b) for a, b in zip(A, B)]))
+    with mpmath.workprec(300):
+        ref = np.array([float(mpmath.mpf(a) * mpmath.log(mpmath.mpf(a) / b) + b - a) for a, b in zip(A, B)])
+    assert np.max(np.abs(got - ref) / np.spacing(np.abs(ref))) <= 6
+    assert bd0(0.0, 2.0) == 2.0 and bd0(np.float32(0.5), np.float32(0.5)).dtype == np.float32

@@ -34,7 +34,7 @@ import sympy as sp
 from ..graph import Graph
 from ..ops import E, OpDef, broadcast_shapes, register
 from .. import numpy_funcs as npf
-from ..sympy_funcs import expm1, hypot, log1p, logaddexp, sigmoid, softplus
+from ..sympy_funcs import bd0, expm1, hypot, log1p, logaddexp, sigmoid, softplus
 
 _REAL, _POS, _UNIT, _ANY_NONZERO = "real", "positive", "unit", "nonzero"
 
@@ -327,6 +327,9 @@ _ew("minimum", 2, np.minimum, sp.Min,
 _ew("logaddexp", 2, np.logaddexp, logaddexp,
     lambda out, a, b: ((a - b).sigmoid(), (b - a).sigmoid()), mpmath=logaddexp._mp,
     ref="Blanchard, Higham & Higham (2021): d/da log(e^a + e^b) = sigmoid(a - b)")
+_ew("bd0", 2, npf.bd0, bd0, lambda out, a, b: ((a / b).log(), 1.0 - a / b), mpmath=bd0._mp,
+    domain=(_POS, _POS), emit=_call("_bd0"), helpers=("_bd0",),
+    ref="Loader (2000), bd0: d/da = log(a/b), d/db = 1 - a/b")
 _ew("hypot", 2, np.hypot, hypot,
     lambda out, a, b: (out.eq(0.0).where(0.0, a / out), out.eq(0.0).where(0.0, b / out)), mpmath=mpmath.hypot,
     kink="derivative (0, 0) at a = b = 0, consistent with abs'(0) = 0 (hypot(x, 0) = |x|); "
