@@ -366,9 +366,8 @@ def _pair_divide(node):
 
 
 def _as_bd0(t):
-    """``c*log(a/b)`` with ``c == a`` or ``c == b``: (bd0 form, its linear part), else None.
-
-    a log(a/b) = bd0(a, b) + a - b and b log(a/b) = -bd0(b, a) + a - b."""
+    """``c*log(a/b)`` with ``c = k*a`` or ``c = k*b`` (k a number): (bd0 form, its linear part),
+    else None.  a log(a/b) = bd0(a, b) + a - b and b log(a/b) = -bd0(b, a) + a - b."""
     c, logs = sp.S.One, []
     for f in sp.Mul.make_args(t):
         if f.func is sp.log:
@@ -380,10 +379,9 @@ def _as_bd0(t):
     num, den = sp.fraction(sp.together(logs[0].args[0]))
     if den == 1:
         return None
-    if sp.expand(c - num) == 0:
-        return bd0(num, den), num - den
-    if sp.expand(c - den) == 0:
-        return -bd0(den, num), num - den
+    for k, form in ((sp.cancel(c / num), bd0(num, den)), (sp.cancel(c / den), -bd0(den, num))):
+        if k.is_Number and k != 0:
+            return k * form, k * (num - den)
     return None
 
 
