@@ -76,6 +76,7 @@ IR_ONLY = {
     "erf": mpmath.erf,
     "sigmoid": _sigmoid_mp,
     "softplus": lambda a: mpmath.log(1 + mpmath.exp(a)),
+    "bd0": lambda a, b: a * mpmath.log(a / b) + b - a,  # Loader's deviance term
 }
 
 # ops whose derivative is zero by definition, not the derivative of their value
