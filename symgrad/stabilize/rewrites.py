@@ -303,10 +303,10 @@ def _hypot_scaled(node):
 def _denominator_copies(f):
     """``f = d**-k`` (k a positive integer or half-integer) as k copies of ``d`` (``sqrt`` of a
     base for half-integers; a sum of two squares under a root as ``hypot``), else None."""
-    b, e = f.as_base_exp()
+    base, e = f.as_base_exp()
     if not (e.is_Rational and e < 0 and e.q in (1, 2) and -e.p <= 4 * e.q):
         return None
-    d = b if e.q == 1 else sp.sqrt(b)
+    d = base if e.q == 1 else sp.sqrt(base)
     if d.is_Pow and d.exp == sp.S.Half:
         d = next(iter(_hypot(d)), d)
     return [d] * int(-e.p)

@@ -411,21 +411,14 @@ class Search:
             frontier = self.frontier(expanded)
             if not frontier:
                 break
-        if self.vars and self.best_exact().score > SERIES_ABOVE and not self.out_of_budget():
+        if self.vars and self.best_exact().score > SERIES_ABOVE and not self.out_of_budget() \
+                and not self.split_suffices():
             # Exact candidates are the same function, so their series at the root are the same:
             # expand the original (usually the cheapest for SymPy) and the best form only if that fails.
-            # A regime split of the forms found may already serve every region (log(expm1(x))
-            # near 0, x + log1p(-exp(-x)) beyond): then the series would only spend the budget.
-            # (Within 0.25 bits on the mean is not enough: GELU' keeps 9 bits at 4% of its points.)
-            # float32 at 3 ulps at one point of log(exp(x) - 1) is.
-            rc = self.regime(self.ranked()[1])
-            if rc is None or rc.score > SERIES_ABOVE or any(b.max(initial=0.0) > SERIES_SPARE for b in rc.bits.values()):
-                if rc is not None:  # not a candidate itself: the final split would nest it
-                    del self.seen[rc.expr]
-                done: set = set()
-                for c in [self.orig, self.best_exact()]:
-                    if self.series(c, done):
-                        break
+            done: set = set()
+            for c in [self.orig, self.best_exact()]:
+                if self.series(c, done):
+                    break
         return self.choose()
 
     def frontier(self, expanded: set) -> list:
@@ -466,9 +459,10 @@ class Search:
             ok = [first] + [c for c in ok if c is not first]
         return ok, (ok[0] if ok else self.orig)
 
-    def regime(self, best_exact: Cand):
+    def regime(self, best_exact: Cand, probe: bool = False):
         """The regime split over a few of the best candidates (series included), or None when
-        no split is worth its branch over ``best_exact`` (``_worth_a_branch``)."""
+        no split is worth its branch over ``best_exact`` (``_worth_a_branch``).  A ``probe`` does
+        not add the split to the candidates (a later split would nest it)."""
         pool = self.pool()
         picks, seen = [], set()
         base = [self.orig, best_exact] + [c for c in pool if c.exact][:4] + [c for c in pool if not c.exact][:3]
@@ -486,8 +480,20 @@ class Search:
         if split is None:
             return None
         pw, cond, _ = split
+        known = pw in self.seen
         rc = self.score(pw, best_exact.history + (Step("regime_split", best_exact.expr, pw, best_exact.expr, pw, cond),))
+        if probe and not known:
+            self.seen.pop(pw, None)
         return rc if rc is not None and _worth_a_branch(rc, best_exact) and self.acceptable(rc) else None
+
+    def split_suffices(self) -> bool:
+        """Does a regime split of the forms found already serve every region, so that a series
+        would only spend the budget?  (log(exp(x) - 1): log(expm1(x)) near 0, x + log1p(-exp(-x))
+        beyond.)  Within ``SERIES_ABOVE`` on the mean and ``SERIES_SPARE`` bits at every point: the
+        mean alone is not enough (GELU' keeps 9 bits at 4 % of its points)."""
+        rc = self.regime(self.ranked()[1], probe=True)
+        return rc is not None and rc.score <= SERIES_ABOVE and all(
+            b.max(initial=0.0) <= SERIES_SPARE for b in rc.bits.values())
 
     def choose(self) -> Cand:
         ok, best_exact = self.ranked()
