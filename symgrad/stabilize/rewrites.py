@@ -315,7 +315,7 @@ def _denominator_copies(f):
 def _spread(factors, dens):
     """Divide each numerator factor by the denominators sharing most of its inputs (a sum by
     dividing each of its terms), the rest one at a time at the end; every product unevaluated."""
-    factors = list(factors)
+    factors = _power_copies(factors, dens)
     got: list = [[] for _ in factors]
     left = []
     for d in dens:
@@ -337,6 +337,19 @@ def _spread(factors, dens):
     for d in left:
         acc = sp.Mul(acc, sp.Pow(d, -1), evaluate=False)
     return acc
+
+
+def _power_copies(factors, dens) -> list:
+    """Numerator powers ``u**k`` (k = 2..4) sharing inputs with a denominator as k copies of
+    ``u``: ``b**2/(h*h)`` as ``(b/h)*(b/h)``, where ``b**2`` alone underflows for |b| < 1e-154."""
+    out = []
+    for f in factors:
+        if f.is_Pow and f.exp.is_Integer and 2 <= f.exp <= 4 and not f.base.is_Number \
+                and any(f.base.free_symbols & d.free_symbols for d in dens):
+            out += [f.base] * int(f.exp)
+        else:
+            out.append(f)
+    return out
 
 
 def _pair_divide(node):

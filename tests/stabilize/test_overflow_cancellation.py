@@ -146,13 +146,14 @@ def test_no_series_is_expanded_when_a_regime_split_of_the_forms_found_suffices(m
 COSINE = (x * a + y * b) / (sp.sqrt(x**2 + y**2) * sp.sqrt(a**2 + b**2))
 
 
-@pytest.mark.parametrize("part", ["f", "x", "a"])
+@pytest.mark.parametrize("part", ["f", "x", "a", "b"])
 def test_cosine_similarity_divides_each_input_by_the_norm_of_its_vector(part):
     """(x a + y b)/(|(x, y)| |(a, b)|) and its partials: the products and the squares underflow
     (0/0) at inputs near 1e-200 and overflow near 1e200 while every ratio x/|(x, y)| is at most 1
     (``pair_divide``: each factor divided by the norm of its own inputs).  The partials also need
     the combined quotient y (b x - a y)/(|(a, b)| |(x, y)|^3), kept in the search by the points
-    where it alone is accurate (``_repairing``)."""
+    where it alone is accurate (``_repairing``); d/db squares a in its numerator, so a power there
+    is paired as copies too, (a/|(a, b)|)(a/|(a, b)|) (``_power_copies``)."""
     vs = [x, y, a, b]
     e = COSINE if part == "f" else sp.diff(COSINE, sp.Symbol(part, real=True))
     res = stabilize(e, vs, domain={v: (-1e3, 1e3) for v in vs})
