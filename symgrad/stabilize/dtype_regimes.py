@@ -55,12 +55,12 @@ def _is_regime(orig: sp.Expr, form: sp.Expr) -> bool:
 
 def _singles(form: sp.Piecewise, single) -> list:
     """The one-formula alternatives to the split: the unsplit form, then the exact pieces."""
-    from .transforms import series_source
+    from .transforms import series_variable
 
     out = [single] if single is not None and not isinstance(single, sp.Piecewise) else []
     for p in form.args:
         e = p.expr
-        if isinstance(e, sp.Piecewise) or series_source(e) is not None:
+        if isinstance(e, sp.Piecewise) or series_variable(e) is not None:
             continue
         out.append(e)
     return list(dict.fromkeys(out))

@@ -23,7 +23,7 @@ from .accuracy import ulp_bits
 from .numeric import compile_numpy
 from .reference import compile_mpmath, reference_values
 
-__all__ = ["best_split", "shortest_between"]
+__all__ = ["best_split", "covering_series", "shortest_between"]
 
 
 def shortest_between(lo: float, hi: float) -> float:
@@ -137,6 +137,28 @@ TWO_ULPS = float(np.log2(3.0))
 
 def _penalised(bits: np.ndarray) -> np.ndarray:
     return bits + MAX_PENALTY * np.maximum(bits - TWO_ULPS, 0.0)
+
+
+TRUNCATION_TOL = 2.0 ** -54  # last kept term / leading term where a series is trusted (half an ulp)
+
+
+def covering_series(series, exact, lead, last):
+    """``series`` wherever its last kept term is below half an ulp of its leading term,
+    ``exact`` elsewhere.
+
+    :func:`best_split` compares splits with the best single candidate, series included, so a
+    series accurate at every sample point is never split off: it wins alone.  A truncated
+    series cannot stand alone, and with several inputs the region where it converges is not
+    an interval of one input (``d/dt`` of Hamming's problem 3.4.2 is ``(a + b) t/6 + ...``
+    for ``|a t|, |b t|`` small, whatever ``t`` is).  The series itself measures that at run
+    time: when its last kept term is negligible against the leading one, the omitted terms
+    are smaller still (the usual truncation test of a convergent series; Abramowitz and
+    Stegun 1964, 3.6.x; Herbie's series regimes are chosen on sampled error instead).
+
+    Returns ``(piecewise, condition_str)``.
+    """
+    cond = sp.LessThan(sp.Abs(last), sp.Float(TRUNCATION_TOL) * sp.Abs(lead))
+    return sp.Piecewise((series, cond), (exact, sp.true)), str(cond)
 
 
 def _split_keys(variables, samples, dts):

@@ -50,9 +50,9 @@ from .budget import check_deadline, cpu_clock
 from .localize import local_errors
 from .numeric import compile_numpy
 from .reference import compile_mpmath
-from .regimes import TWO_ULPS, best_split
+from .regimes import TWO_ULPS, best_split, covering_series
 from .rewrites import RULES
-from .transforms import algebraic_variants, series_variants
+from .transforms import algebraic_variants, parametric_terms, series_variants
 from .verify import equivalent
 from .widen import widened_bits
 
@@ -476,15 +476,24 @@ class Search:
         if key not in self._splits:
             self.charge("regime")
             self._splits[key] = best_split([(c.expr, c.bits) for c in picks], self.samples, self.vars, self.expr)
-        split = self._splits[key]
+        split = self._splits[key] or self._covering(best_exact)
         if split is None:
             return None
-        pw, cond, _ = split
+        pw, cond = split[:2]
         known = pw in self.seen
         rc = self.score(pw, best_exact.history + (Step("regime_split", best_exact.expr, pw, best_exact.expr, pw, cond),))
         if probe and not known:
             self.seen.pop(pw, None)
         return rc if rc is not None and _worth_a_branch(rc, best_exact) and self.acceptable(rc) else None
+
+    def _covering(self, best_exact: Cand):
+        """The best series candidate over the whole sampled range of its variable, when it
+        beats ``best_exact`` and no split of the candidates does (:func:`covering_series`)."""
+        series = [c for c in self.pool() if not c.exact and parametric_terms(c.expr) is not None]
+        if not series or series[0].score > best_exact.score - MIN_REGIME_GAIN:
+            return None
+        _, lead, last = parametric_terms(series[0].expr)
+        return covering_series(series[0].expr, best_exact.expr, lead, last)
 
     def split_suffices(self) -> bool:
         """Does a regime split of the forms found already serve every region, so that a series

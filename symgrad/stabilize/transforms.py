@@ -18,7 +18,8 @@ import sympy as sp
 
 from .budget import cpu_clock
 
-__all__ = ["algebraic_variants", "series_variants", "split_powers", "adaptive_series", "series_source", "horner"]
+__all__ = ["algebraic_variants", "series_variants", "split_powers", "adaptive_series", "series_source",
+           "series_variable", "parametric_terms", "horner"]
 
 _ALG = (("together", sp.together), ("cancel", sp.cancel), ("expand", sp.expand),
         ("factor", sp.factor), ("expand_trig", sp.expand_trig))
@@ -65,7 +66,11 @@ _SERIES: dict = {}
 
 def _series_variants(node, orders):
     syms = sorted(node.free_symbols, key=str)
-    if len(syms) != 1 or sp.count_ops(node) > 25 or node.has(sp.Piecewise, sp.Max, sp.Min, sp.Abs, sp.sign):
+    if node.has(sp.Piecewise, sp.Max, sp.Min, sp.Abs, sp.sign):
+        return []
+    if len(syms) > 1:
+        return _parametric_variants(node, syms)
+    if len(syms) != 1 or sp.count_ops(node) > 25:
         return []
     v = syms[0]
     base = node.rewrite(sp.exp) if any(node.has(f) for f in _custom()) else node
@@ -110,6 +115,69 @@ def _series_variants(node, orders):
             _SOURCE[s] = (base, v)
         res.append((name, s))
     return res
+
+
+PARAMETRIC_ORDERS = (2, 4, 6, 10, 16)  # exponent spans kept from a parametric series
+PARAMETRIC_MAX_OPS = 400               # larger expressions are not expanded
+
+
+def _parametric_variants(node, syms) -> list[tuple[str, sp.Expr]]:
+    """Series at 0 in each input with the others as parameters (:mod:`.jet`), several orders.
+
+    ``d/dt`` of Hamming's ``t (e^{(a+b)t} - 1)/((e^{at} - 1)(e^{bt} - 1))`` cancels to
+    ``(a+b) t/6 + O(t^3)`` from terms of size ``1/t``: no rearrangement of the formula
+    recovers it for ``t`` near 0, its series does.  A series is only an approximation;
+    scoring on the samples (and the regime split) decides where it serves.
+    """
+    from .jet import Unsupported, parametric_series
+
+    if sp.count_ops(node) > PARAMETRIC_MAX_OPS:
+        return []
+    out = []
+    for v in syms:
+        try:
+            terms = parametric_series(node, v, max(PARAMETRIC_ORDERS))
+        except Unsupported:
+            continue
+        if not terms:
+            continue
+        lead, seen = terms[0][1], set()
+        for n in PARAMETRIC_ORDERS:
+            kept = [_factored(t, v) for t, e in terms if e < lead + n]
+            s = sp.Add(*kept)
+            if s in seen or s == node or not s.has(v) or not _ok(s):
+                continue
+            seen.add(s)
+            s = split_powers(s)
+            _PARAMETRIC[s] = (v, kept[0], kept[-1])
+            out.append((f"series_in_{v}_at_0_n{n}", s))
+    if len(_PARAMETRIC) > 5000:
+        _PARAMETRIC.clear()
+    return out
+
+
+_PARAMETRIC: dict = {}  # parametric series -> (variable, leading term, last term kept)
+
+
+def parametric_terms(expr):
+    """``(variable, leading term, last term)`` of a parametric series candidate, or None."""
+    return _PARAMETRIC.get(expr)
+
+
+def series_variable(expr):
+    """The variable a series candidate is a truncated series at 0 in, or None (not a series)."""
+    src = _SOURCE.get(expr) or _PARAMETRIC.get(expr)
+    return None if src is None else src[1] if expr in _SOURCE else src[0]
+
+
+def _factored(term, v):
+    """``c(params) * v**e`` with the coefficient factored (fewer cancelling operations)."""
+    c, rest = term.as_independent(v, as_Add=False)
+    try:
+        c = sp.factor(c)
+    except Exception:  # noqa: BLE001 - keep the coefficient as expanded
+        pass
+    return c * rest
 
 
 # -- series at 0 sized for the interval they serve --------------------------------
