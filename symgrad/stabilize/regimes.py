@@ -152,8 +152,8 @@ def covering_series(series, exact, lead, last):
     an interval of one input (``d/dt`` of Hamming's problem 3.4.2 is ``(a + b) t/6 + ...``
     for ``|a t|, |b t|`` small, whatever ``t`` is).  The series itself measures that at run
     time: when its last kept term is negligible against the leading one, the omitted terms
-    are smaller still (the usual truncation test of a convergent series; Abramowitz and
-    Stegun 1964, 3.6.x; Herbie's series regimes are chosen on sampled error instead).
+    are smaller still (the usual stopping test of a series summation; Herbie chooses its
+    series regimes on sampled error instead, which cannot describe such a region).
 
     Returns ``(piecewise, condition_str)``.
     """

@@ -150,6 +150,53 @@ def _log_diff(node):
     return out
 
 
+def _log1p_pairs(node):
+    """c*log1p(u) + c*log1p(w) -> c*log1p(u + w + u*w); c*log1p(u) - c*log1p(w) ->
+    c*log1p((u - w)/(1 + w)), every such pair of the sum at once (greedily, in order).
+
+    ``(1 + x) log1p(x) + (1 - x) log1p(-x)`` (the numerator of d/dx log1p(-x)/log1p(x)) is
+    ``x**2 + O(x**4)`` from terms of size ``x``; paired it is ``log1p(-x**2) + x log1p(2x/(1 - x))``,
+    whose terms are ``-x**2`` and ``2x**2``.  The arguments are formed symbolically
+    (``x + (-x) - x**2`` is ``-x**2`` exactly)."""
+    if not node.is_Add:
+        return []
+    terms = []
+    for t in node.args:
+        logs = [f for f in sp.Mul.make_args(t) if isinstance(f, log1p)]
+        terms.append((sp.Mul(*[f for f in sp.Mul.make_args(t) if f is not logs[0]]), logs[0].args[0])
+                     if len(logs) == 1 else None)
+    return [out for out in (_paired(node, terms, False), _paired(node, terms, True)) if out is not None]
+
+
+def _paired(node, terms, flip: bool):
+    """One pairing of ``_log1p_pairs``; ``flip`` writes each difference the other way round,
+    c*log1p(u) - c*log1p(w) = -c*log1p((w - u)/(1 + u)), better conditioned where 1 + w is small."""
+    used, new = set(), []
+    for i, ti in enumerate(terms):
+        if ti is None or i in used:
+            continue
+        for j in range(i + 1, len(terms)):
+            tj = terms[j]
+            if tj is None or j in used:
+                continue
+            (c1, u), (c2, w) = ti, tj
+            if sp.expand(c1 - c2) == 0:
+                arg = sp.expand(u + w + u * w)
+            elif sp.expand(c1 + c2) == 0:
+                if flip:
+                    c1, u, w = c2, w, u
+                arg = sp.together(sp.expand(u - w) / (1 + w))
+            else:
+                continue
+            used |= {i, j}
+            new.append(c1 * log1p(arg))
+            break
+    if not new:
+        return None
+    rest = [t for k, t in enumerate(node.args) if k not in used]
+    return sp.Add(*(new + rest))
+
+
 def _sum_to_product(node):
     """c*sin(A) - c*sin(B) -> 2c*cos((A+B)/2)*sin((A-B)/2), c*cos(A) - c*cos(B) -> -2c*sin((A+B)/2)*sin((A-B)/2).
 
@@ -649,6 +696,11 @@ RULES: list[Rewrite] = [
     Rewrite("log_difference", _log_diff,
             "log(a) - log(b) cancels when a ~ b; log(a/b) or log1p((a-b)/b) evaluates the small ratio",
             "Higham 2002, sec. 1.14", (sp.log(x + 1) - sp.log(x), {x: 1e12}, "float64")),
+    Rewrite("log1p_pairs", _log1p_pairs,
+            "log1p(u) + log1p(w) and log1p(u) - log1p(w) cancel when the sum is much smaller than "
+            "its terms; one log1p of the symbolically combined argument does not",
+            "log addition identity, DLMF 4.8.2; Goldberg 1991, sec. 1.4",
+            (sp.expand((1 + x) * log1p(x) + (1 - x) * log1p(-x)), {x: 1e-6}, "float64")),
     Rewrite("sum_to_product", _sum_to_product,
             "sin(A) - sin(B) cancels for A ~ B; 2 cos((A+B)/2) sin((A-B)/2) takes the difference symbolically",
             "DLMF 4.21.14-4.21.16 (sum-to-product); Goldberg 1991, sec. 1.4",

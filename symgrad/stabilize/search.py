@@ -487,8 +487,8 @@ class Search:
         return rc if rc is not None and _worth_a_branch(rc, best_exact) and self.acceptable(rc) else None
 
     def _covering(self, best_exact: Cand):
-        """The best series candidate over the whole sampled range of its variable, when it
-        beats ``best_exact`` and no split of the candidates does (:func:`covering_series`)."""
+        """The best parametric series where it converges and ``best_exact`` elsewhere, when the
+        series beats ``best_exact`` and no split of the candidates does (:func:`covering_series`)."""
         series = [c for c in self.pool() if not c.exact and parametric_terms(c.expr) is not None]
         if not series or series[0].score > best_exact.score - MIN_REGIME_GAIN:
             return None
