@@ -187,17 +187,11 @@ class _Ctx:
                 return self.const(K.from_sympy(e))
             except Exception as err:  # noqa: BLE001 - a constant outside the field
                 raise Unsupported(f"coefficient {e} is not in {K}") from err
-        if e.is_Add:
-            out = None
-            for t in e.args:
-                j = self.jet(t)
-                out = j if out is None else self.add(out, j)
-            return out
-        if e.is_Mul:
-            out = None
-            for t in e.args:
-                j = self.jet(t)
-                out = j if out is None else self.mul(out, j)
+        if e.is_Add or e.is_Mul:
+            combine = self.add if e.is_Add else self.mul
+            out = self.jet(e.args[0])
+            for t in e.args[1:]:
+                out = combine(out, self.jet(t))
             return out
         if e.is_Pow:
             base, ex = e.args
