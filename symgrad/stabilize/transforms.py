@@ -119,6 +119,8 @@ def _series_variants(node, orders):
 
 PARAMETRIC_ORDERS = (2, 4, 6, 10, 16)  # exponent spans kept from a parametric series
 PARAMETRIC_MAX_OPS = 400               # larger expressions are not expanded
+PARAMETRIC_MAX_VARS = 4                # nor functions of more inputs (one expansion per input)
+PARAMETRIC_WORK = 50_000               # coefficient operations per expansion (deterministic cap)
 
 
 def _parametric_variants(node, syms) -> list[tuple[str, sp.Expr]]:
@@ -131,12 +133,12 @@ def _parametric_variants(node, syms) -> list[tuple[str, sp.Expr]]:
     """
     from .jet import Unsupported, parametric_series
 
-    if sp.count_ops(node) > PARAMETRIC_MAX_OPS:
+    if len(syms) > PARAMETRIC_MAX_VARS or sp.count_ops(node) > PARAMETRIC_MAX_OPS:
         return []
     out = []
     for v in syms:
         try:
-            terms = parametric_series(node, v, max(PARAMETRIC_ORDERS))
+            terms = parametric_series(node, v, max(PARAMETRIC_ORDERS), ops=PARAMETRIC_WORK)
         except Unsupported:
             continue
         if not terms:
