@@ -135,6 +135,8 @@ def _parametric_variants(node, syms) -> list[tuple[str, sp.Expr]]:
 
     if len(syms) > PARAMETRIC_MAX_VARS or sp.count_ops(node) > PARAMETRIC_MAX_OPS:
         return []
+    if len(_PARAMETRIC) > 5000:
+        _PARAMETRIC.clear()
     out = []
     for v in syms:
         try:
@@ -153,8 +155,6 @@ def _parametric_variants(node, syms) -> list[tuple[str, sp.Expr]]:
             s = split_powers(s)
             _PARAMETRIC[s] = (v, kept[0], kept[-1])
             out.append((f"series_in_{v}_at_0_n{n}", s))
-    if len(_PARAMETRIC) > 5000:
-        _PARAMETRIC.clear()
     return out
 
 
