@@ -21,6 +21,8 @@ from __future__ import annotations
 import sympy as sp
 from sympy.polys.domains import QQ
 
+from symgrad.ir import sympy_funcs as sf
+
 __all__ = ["Unsupported", "parametric_series"]
 
 
@@ -176,7 +178,6 @@ class _Ctx:
         return hit
 
     def _jet(self, e) -> Jet:
-        from symgrad.ir import sympy_funcs as sf
         K, v = self.K, self.v
         if e == v:
             return Jet(1, [K.one] + [K.zero] * (self.n - 1))
@@ -212,10 +213,8 @@ class _Ctx:
             if isinstance(e, (sp.cos, sp.cosh)):
                 return c
             return self.mul(s, self.inv(c))
-        inverse = {sp.atan: (1, -1), sp.atanh: (-1, -1), sp.asin: (-1, sp.Rational(-1, 2)),
-                   sp.asinh: (1, sp.Rational(-1, 2))}
-        if type(e) in inverse:
-            sign, power = inverse[type(e)]
+        if type(e) in _INVERSE:
+            sign, power = _INVERSE[type(e)]
             a = self.jet(e.args[0])
             one_plus = self.add(self.const(K.one), self.scale(self.mul(a, a), K.convert(sign)))
             return self.integral_of(a, self.norm_power(one_plus, sp.Rational(power)))
@@ -224,6 +223,11 @@ class _Ctx:
         if type(e) in sf.CUSTOM_FUNCTIONS.values():
             return self.jet(type(e)._elementary(*e.args))
         raise Unsupported(f"no series rule for {type(e).__name__}")
+
+
+# F(u) = integral of (1 + sign*u**2)**power: atan, atanh, asin, asinh (all vanish at 0)
+_INVERSE = {sp.atan: (1, -1), sp.atanh: (-1, -1), sp.asin: (-1, sp.Rational(-1, 2)),
+            sp.asinh: (1, sp.Rational(-1, 2))}
 
 
 def _rational_power(K, c, r):

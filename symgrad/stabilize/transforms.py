@@ -168,8 +168,10 @@ def parametric_terms(expr):
 
 def series_variable(expr):
     """The variable a series candidate is a truncated series at 0 in, or None (not a series)."""
-    src = _SOURCE.get(expr) or _PARAMETRIC.get(expr)
-    return None if src is None else src[1] if expr in _SOURCE else src[0]
+    if expr in _SOURCE:
+        return _SOURCE[expr][1]
+    hit = _PARAMETRIC.get(expr)
+    return hit[0] if hit is not None else None
 
 
 def _factored(term, v):
