@@ -23,7 +23,7 @@ from sympy.polys.domains import QQ
 
 from symgrad.ir import sympy_funcs as sf
 
-__all__ = ["Unsupported", "parametric_series"]
+__all__ = ["Unsupported", "parametric_series", "power_series"]
 
 
 class Unsupported(ValueError):
@@ -284,3 +284,36 @@ def parametric_series(expr, v, terms: int, max_n: int = 48, ops: int = 200_000) 
             e = j.val + i
             out.append((K.to_sympy(c) * v**e, e))
     return out
+
+
+def power_series(expr, v, order: int, max_n: int = 64, ops: int = 200_000) -> sp.Expr:
+    """The terms of the series of ``expr`` at ``v = 0`` with exponent below ``order``.
+
+    What ``sympy.series(expr, v, 0, order).removeO()`` gives, for the expressions this module
+    supports (other symbols of ``expr`` are parameters), at a small fraction of its cost: the
+    univariate series of the stabiliser's search (orders up to 40) take milliseconds here and
+    up to seconds in SymPy.
+
+    Args:
+        expr: SymPy expression; ``v`` a symbol of it.
+        order: absolute truncation order (a negative order keeps only the principal part).
+        max_n: cap on the working number of terms per node.
+        ops: deterministic cap on coefficient operations.
+
+    Returns:
+        SymPy expression ``sum(c_k * v**k for k < order)`` (0 when no term is below ``order``).
+
+    Raises:
+        Unsupported: as :func:`parametric_series`, or ``order`` not reached within ``max_n`` terms.
+    """
+    K = _field(expr, v)
+    budget = _Budget(ops)
+    n = max(order, 1) + 4
+    while True:
+        j = _Ctx(K, v, n, budget).jet(expr)
+        if j.order >= order:
+            break
+        if n >= max_n:
+            raise Unsupported(f"order {order} not reached with {max_n} working terms")
+        n = min(max(2 * n, n + order - j.order + 4), max_n)
+    return sp.Add(*[K.to_sympy(c) * v**(j.val + i) for i, c in enumerate(j.c) if c and j.val + i < order])
