@@ -18,7 +18,7 @@ import numpy as np
 import sympy as sp
 
 from .accuracy import Sample, ulp_bits
-from .numeric import compile_numpy
+from .numeric import compile_numpy, is_constant
 from .reference import compile_mpmath, reference_values, reference_values_many
 
 __all__ = ["inner_nodes", "local_errors"]
@@ -29,7 +29,7 @@ def inner_nodes(expr: sp.Expr):
     seen, out = set(), []
 
     def walk(e):
-        if e.is_Atom or not e.free_symbols or isinstance(e, sp.Piecewise) or e in seen:
+        if e.is_Atom or isinstance(e, sp.Piecewise) or e in seen or is_constant(e):
             for a in (e.args if isinstance(e, sp.Piecewise) else ()):
                 walk(a)
             return
@@ -71,7 +71,7 @@ def local_errors(expr: sp.Expr, variables: Sequence[sp.Symbol], sample: Sample, 
     # every node and child that needs a reference, in one shared double-double pass (see
     # reference_values_many); mpmath only where that pass does not certify the rounding
     need = list(dict.fromkeys(n for node in inner_nodes(expr) for n in (node, *node.args)
-                              if isinstance(n, sp.Expr) and n.free_symbols and n not in variables))
+                              if isinstance(n, sp.Expr) and not is_constant(n) and n not in variables))
     if memo is None:
         exact.update(zip(need, reference_values_many(need, variables, X, sample.dtype)))
     else:
@@ -85,7 +85,7 @@ def local_errors(expr: sp.Expr, variables: Sequence[sp.Symbol], sample: Sample, 
         if node not in exact:
             if node in variables:
                 exact[node] = X[:, list(variables).index(node)]
-            elif not node.free_symbols:
+            elif is_constant(node):
                 exact[node] = compile_numpy(node, variables, sample.dtype)(X)
             else:
                 exact[node] = reference_values(compile_mpmath(node, variables), X, sample.dtype)

@@ -313,8 +313,8 @@ def _log_domain_ratio(node):
     overflows (``exp(a)*exp(b)/(exp(a) + exp(b) + exp(c))**2``).  Unpaired
     factors are kept as they are.
     """
-    if not node.is_Mul:
-        return []
+    if not node.is_Mul or not any(f.is_Pow and f.exp < 0 and f.base.is_Add for f in node.args):
+        return []  # no sum in a denominator (checked first: splitting the factors costs factor_terms)
     coeff, others, pos, neg = sp.S.One, [], [], []
     for f in node.args:
         if f.is_Number:
@@ -326,7 +326,7 @@ def _log_domain_ratio(node):
             continue
         for ws, k in u:
             (pos if k > 0 else neg).extend([ws] * abs(k))
-    if not pos or not neg or not any(f.is_Pow and f.exp < 0 and f.base.is_Add for f in node.args):
+    if not pos or not neg:
         return []
     n = min(len(pos), len(neg))
     out = []

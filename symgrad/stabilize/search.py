@@ -39,6 +39,7 @@ References:
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import mpmath
@@ -68,6 +69,11 @@ SERIES_SPARE = float(np.log2(5.0))  # bits: a regime split beyond 4 ulps at some
 REPAIR_BITS = 8.0  # bits: a point lost this badly by every frontier form calls for the form that serves it
 # subexpression values kept for scoring (Search._values): 256-point samples, about 2 KB each
 MAX_KNOWN_VALUES = 20000
+# Algebraic transformations (SymPy's together/cancel/expand/factor) only at nodes of at most this many
+# tree nodes: on larger ones (the root of GELU'', 115-144 nodes) each costs 30-60 ms, half of a default
+# program budget's search, and returns a larger expression that does not score better; the rewrites
+# and the localised moves at the worst (smaller) subexpressions still reach those trees.
+MAX_ALGEBRAIC_NODES = 100
 MIN_REGIME_GAIN = 0.1  # bits of mean error a regime split must win (see _worth_a_branch)
 REGRESSION_SLACK = 2.0  # bits; see Search.acceptable  # bits: a round must lower the best mean error by more than this to continue
 
@@ -83,18 +89,53 @@ class Step:
     regime: str | None = None
 
 
-@dataclass
+@dataclass(eq=False)
 class Cand:
-    """A scored candidate and the chain of steps that produced it."""
+    """A scored candidate and the chain of steps that produced it.
+
+    ``cost`` (SymPy's ``count_ops``) and the canonical sort key only break ties of the rounded
+    score, so both are computed on first use: ``key()`` orders candidates exactly as the tuple
+    ``(rounded score, cost, default_sort_key)`` would, without paying for the tree walks of the
+    candidates whose scores differ (they were a sixth of a search's CPU time).
+    """
     expr: sp.Expr
     bits: dict
     score: float
-    cost: int
     history: tuple  # (Step, ...)
     exact: bool = True  # False for series approximations (only usable inside regimes)
 
+    @functools.cached_property
+    def cost(self) -> int:
+        return int(sp.count_ops(self.expr))
+
+    @functools.cached_property
+    def _key(self):
+        return (round(self.score, 6), _TieBreak(self))
+
     def key(self):
-        return (round(self.score, 6), self.cost, sp.default_sort_key(self.expr))
+        return self._key
+
+
+@functools.total_ordering
+class _TieBreak:
+    """``(cost, default_sort_key(expr))`` of a candidate, evaluated only when compared."""
+    __slots__ = ("c",)
+
+    def __init__(self, c: Cand):
+        self.c = c
+
+    def __eq__(self, other):
+        a, b = self.c, other.c
+        return a.cost == b.cost and (a.expr == b.expr or _sort_key(a.expr) == _sort_key(b.expr))
+
+    def __lt__(self, other):
+        a, b = self.c, other.c
+        return a.cost < b.cost if a.cost != b.cost else _sort_key(a.expr) < _sort_key(b.expr)
+
+
+@functools.lru_cache(maxsize=4096)
+def _sort_key(expr):
+    return sp.default_sort_key(expr)
 
 
 def positions(expr, path=()):
@@ -196,7 +237,7 @@ class Search:
             self.seen[expr] = None
             return None
         score = float(np.mean([b.mean() if len(b) else 0.0 for b in bits.values()]))
-        c = Cand(expr, bits, score, int(sp.count_ops(expr)), history, exact)
+        c = Cand(expr, bits, score, history, exact)
         self.seen[expr] = c
         return c
 
@@ -359,7 +400,7 @@ class Search:
             if self.out_of_budget():
                 break
             path = self._at(c, node)
-            if path is None:
+            if path is None or _tree_size(node, MAX_ALGEBRAIC_NODES + 1) > MAX_ALGEBRAIC_NODES:
                 continue
             self.charge("algebraic")
             if node not in self._variants:
