@@ -32,8 +32,9 @@ from symgrad.ir.sympy_funcs import dd
 
 from .accuracy import Sample, point_bits
 from .budget import cpu_clock
+from .reference import compile_mpmath
 from .result import RewriteRecord
-from .search import positions, replace_at
+from .search import _cond_bits, positions, replace_at
 from .widen import TWO_ULPS, stress_sample
 
 __all__ = ["NAME", "dd_region", "cost_note"]
@@ -46,6 +47,7 @@ MAX_CANDIDATES = 24  # regions scored at most (cheapest first)
 MIN_LOSS_BITS = 6.0
 ELEMENTARY = frozenset(UNARY) - {"neg"}
 ONE_ULP = 1.0  # bits (log2(1 + 1))
+MAX_COND_POINTS = 32  # points whose condition number is computed to see whether a smaller loss calls for a region
 
 
 def _candidates(expr: sp.Expr):
@@ -94,7 +96,8 @@ def dd_region(expr: sp.Expr, variables: Sequence[sp.Symbol], sample: Sample, ori
     """
     full = _merge(sample, stress_sample(original, variables, domain, np.float64))
     before = point_bits(expr, variables, full)
-    if not len(before) or before.max() < MIN_LOSS_BITS:
+    if not len(before) or not (before.max() >= MIN_LOSS_BITS or _worse_than_written(expr, original, variables,
+                                                                                   full, before)):
         return None
     bad = np.flatnonzero(before > TWO_ULPS + 1e-9)
     at_bad = Sample(full.dtype, full.X[bad], full.ref[bad])
@@ -103,7 +106,7 @@ def dd_region(expr: sp.Expr, variables: Sequence[sp.Symbol], sample: Sample, ori
         for n_ops, path, node in cands:  # only roughly (3 ulps off the sample for dd(...) * sigmoid(x))
             if deadline is not None and cpu_clock() > deadline:
                 return None
-            cand = replace_at(expr, path, dd(node))
+            cand = _marked(expr, path, node)
             if point_bits(cand, variables, at_bad).max() > target + 1e-9:
                 continue
             after = point_bits(cand, variables, full)
@@ -113,3 +116,30 @@ def dd_region(expr: sp.Expr, variables: Sequence[sp.Symbol], sample: Sample, ori
             return cand, RewriteRecord(NAME, node, dd(node), bits, None, expr, cand, cost_note(node))
     return None
 
+
+
+def _worse_than_written(expr, original, variables, full: Sample, before: np.ndarray) -> bool:
+    """Does ``expr`` lose, at a point where the formula as written is within 1 ulp, more than
+    2 ulps and more than the conditioning there allows (``log2(3) + log2(1 + kappa)`` bits)?
+
+    Issue 16's never-worse target, point by point: no float64 form reached it (the search keeps
+    the best it found), so the region is the only way left, however few bits are at stake.
+    ``(x - 1) log1p(-x) - (x + 1) log1p(x)`` over ``(1 - x)(1 + x) log1p(x)^2``, the derivative
+    of ``log(1 - x)/log(1 + x)``, is 3 ulps off at x = -0.69, where the formula as written
+    rounds to 1 ulp and kappa is 0.4: every float64 form found loses 2-3 bits somewhere there.
+    """
+    naive = point_bits(original, variables, full)
+    idx = np.flatnonzero((naive <= ONE_ULP + 1e-9) & (before > TWO_ULPS + 1e-9))
+    if not len(idx):
+        return False
+    idx = idx[np.argsort(-before[idx], kind="stable")][:MAX_COND_POINTS]  # the largest losses first
+    fn = compile_mpmath(original, variables)
+    return any(before[i] > TWO_ULPS + 1e-9 + _cond_bits(fn, full.X[i]) for i in idx)
+
+
+def _marked(expr: sp.Expr, path: tuple, node: sp.Expr) -> sp.Expr:
+    """``expr`` with ``node`` as a double-double region at ``path`` -- at every occurrence when it
+    occurs more than once (the outer pieces of a regime split are often the same form)."""
+    if sum(1 for _, n in positions(expr) if n == node) > 1:
+        return expr.xreplace({node: dd(node)})
+    return replace_at(expr, path, dd(node))

@@ -173,3 +173,28 @@ def test_switch_turns_regions_off_and_keys_the_cache(monkeypatch):
     monkeypatch.setenv("SYMGRAD_DD_REGIONS", "yes")
     with pytest.raises(ValueError, match="SYMGRAD_DD_REGIONS"):
         cache_key("same program")
+
+
+def _qlog_prime_mp(v):
+    v = mpmath.mpf(float(v))
+    lp, lm = mpmath.log(1 + v), mpmath.log(1 - v)
+    return -1 / ((1 - v) * lp) - lm / ((1 + v) * lp**2)
+
+
+def test_region_where_float64_forms_round_worse_than_the_formula_as_written():
+    """d/dx log(1 - x)/log(1 + x) (Hamming's qlog): on |x| > 0.3 every float64 form the search
+    finds loses 2-3 bits somewhere (the formula as written, log(1 - x)/((1 + x) log(1 + x)^2) and
+    its combined fraction alike), and the conditioning there is below 1, so at points where the
+    formula as written happens to round within 1 ulp the rewritten kernel was 3 ulps off (issue
+    16, point 1).  A double-double region is the only way to that target: with it, the kernel is
+    within 1 ulp at 400 points there, and within 2 ulps wherever the formula as written is within 1."""
+    e = sp.diff(sp.log(1 - x) / sp.log(1 + x), x)
+    res = stabilize(e, [x], domain={x: (-0.999, 0.999)}, budget_s=10.0)
+    assert res.expr.has(dd) and "double_double" in [r.name for r in res.records]
+    X = np.concatenate([np.linspace(-0.999, -0.3, 200), np.linspace(0.3, 0.999, 200)])
+    with mpmath.workdps(60):
+        ref = np.array([float(_qlog_prime_mp(v)) for v in X])
+    got = ulp_bits(res.evaluate([x], X[:, None], "float64"), ref)
+    naive = ulp_bits(np.asarray(sp.lambdify(x, e, "numpy")(X), dtype=np.float64), ref)
+    assert got.max() <= 1.0 + 1e-9, X[np.argmax(got)]
+    assert naive.max() > TWO_ULPS  # the formula as written is not within 2 ulps everywhere either
