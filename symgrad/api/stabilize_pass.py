@@ -55,6 +55,24 @@ def _own_sample_cost(expr, variables, n_points: int = 256, dtypes: int = 2) -> f
     return SAMPLE_COST_S * _tree_size(expr, 10**5) * n_points * dtypes * (1 + len(variables) / 8)
 
 
+def _own_sample_size(expr, variables, allowance: float) -> int:
+    """Points per dtype of a region's own search sample: 256, or the first 64 alone when those
+    show that 256 would cost more than ``allowance`` CPU seconds.
+
+    The static estimate (:func:`_own_sample_cost`) cannot see how much precision the references
+    need: d/dx of log(1 - x)/log(1 + x) cancels about log2(1/|x|) bits, so at the tiny inputs of a
+    bit-pattern sample 256 points per dtype took 0.33 s, a third of a default program budget,
+    against 0.07 s estimated.  The 64 points are drawn anyway (a 256-point sample begins with
+    them, :func:`symgrad.stabilize.accuracy.make_sample`), so the probe costs nothing extra.  Their
+    cost is the one recorded when they were made (``Sample.cpu_s``), so a second build of the same
+    program in the process, which finds them cached, decides the same way.
+    """
+    from ..stabilize.accuracy import make_sample
+
+    spent = sum(make_sample(expr, variables, dt, n=64).cpu_s for dt in ("float64", "float32"))
+    return 256 if 4 * spent <= allowance else 64
+
+
 def _region_size(g: Graph, root: int, limit: int) -> int:
     """Number of elementwise ops in the region at ``root``, counting stops past ``limit``.
 
@@ -323,10 +341,12 @@ def stabilize_kernel(g: Graph, kernel: KernelDef, budget_s: float | None = None)
                 if (tri is None or not tri.needs_search[i]) and not _needs_search(expr, variables):
                     _use_canonical(g, root, name, expr, leaves, header, mapping)
                     continue
-                share = (deadline - cpu_clock()) / max(1, min(left, SHARE_OF_REGIONS))
+                t_share = cpu_clock()
+                share = (deadline - t_share) / max(1, min(left, SHARE_OF_REGIONS))
                 left -= 1
                 shared = tri is not None and cost[i] > OWN_SAMPLE_FRACTION * share
-                res = stabilize(expr, variables, budget_s=share,
+                n_points = 256 if shared else _own_sample_size(expr, variables, OWN_SAMPLE_FRACTION * share)
+                res = stabilize(expr, variables, budget_s=share - (cpu_clock() - t_share), n_points=n_points,
                                 widen_float32=root in names and _scalar_cores(kernel),
                                 samples=tri.samples(i) if shared else None,
                                 check=(lambda i=i: tri.check_samples(i)) if shared else None)

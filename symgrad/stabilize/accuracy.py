@@ -19,6 +19,7 @@ from typing import Mapping, Sequence
 import numpy as np
 import sympy as sp
 
+from .budget import cpu_clock
 from .numeric import compile_numpy
 from .reference import compile_mpmath, reference_values
 from .sampling import ordinal, sample_points
@@ -45,10 +46,13 @@ def ulp_bits(result: np.ndarray, ref: np.ndarray) -> np.ndarray:
 
 @dataclass(frozen=True)
 class Sample:
-    """Sample points of one dtype with their correctly rounded reference values."""
+    """Sample points of one dtype with their correctly rounded reference values; ``cpu_s``: the
+    CPU seconds :func:`make_sample` spent on it when it was first made (a cached sample keeps the
+    figure, so decisions taken on it do not change when the cache has it)."""
     dtype: np.dtype
     X: np.ndarray
     ref: np.ndarray
+    cpu_s: float = 0.0
 
 
 _CACHE: dict = {}
@@ -94,16 +98,18 @@ def make_sample(expr: sp.Expr, variables: Sequence[sp.Symbol], dtype, *, domain:
     if key in _CACHE:
         return _CACHE[key]
     dt = np.dtype(dtype)
+    t0, before = cpu_clock(), 0.0
     fn = compile_mpmath(expr, variables)
     if n > BASE_N:
         head = make_sample(expr, variables, dt, domain=domain, n=BASE_N, seed=seed)
+        t0, before = cpu_clock(), head.cpu_s
         rng = np.random.default_rng([seed, 7919 if dt == np.float32 else 104729, n])
         X, ref = _draw(fn, variables, domain, dt, n - BASE_N, rng)
         X, ref = np.concatenate([head.X, X]), np.concatenate([head.ref, ref])
     else:
         rng = np.random.default_rng([seed, 7919 if dt == np.float32 else 104729])
         X, ref = _draw(fn, variables, domain, dt, n, rng)
-    s = Sample(dt, X, ref)
+    s = Sample(dt, X, ref, before + cpu_clock() - t0)
     if len(_CACHE) > 2000:
         _CACHE.clear()
     _CACHE[key] = s

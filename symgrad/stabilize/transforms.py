@@ -43,18 +43,19 @@ def algebraic_variants(node: sp.Expr) -> list[tuple[str, sp.Expr]]:
     return out
 
 
-def series_variants(node: sp.Expr, orders=(2, 4, 6)) -> list[tuple[str, sp.Expr]]:
+def series_variants(node: sp.Expr, orders=(2, 4, 6), at_infinity: bool = True) -> list[tuple[str, sp.Expr]]:
     """Truncated series of a univariate ``node`` around 0 (several orders) and infinity.
 
     The expansion at 0 is computed once at the highest order and truncated to
     the lower ones (keeping the terms whose exponent is below ``lead + n``);
-    the expansion at infinity (expensive in SymPy) is computed once at order 3.
-    Results are cached per node.
+    the expansion at infinity (expensive in SymPy) is computed once at order 3, unless
+    ``at_infinity`` is False (the caller's inputs are bounded: a series in ``1/x`` serves
+    nowhere).  Results are cached per node.
     """
-    key = (node, tuple(orders))
+    key = (node, tuple(orders), at_infinity)
     if key in _SERIES:
         return list(_SERIES[key])
-    out = _series_variants(node, orders)
+    out = _series_variants(node, orders, at_infinity)
     if len(_SERIES) > 5000:
         _SERIES.clear()
     _SERIES[key] = tuple(out)
@@ -64,7 +65,7 @@ def series_variants(node: sp.Expr, orders=(2, 4, 6)) -> list[tuple[str, sp.Expr]
 _SERIES: dict = {}
 
 
-def _series_variants(node, orders):
+def _series_variants(node, orders, at_infinity=True):
     syms = sorted(node.free_symbols, key=str)
     if node.has(sp.Piecewise, sp.Max, sp.Min, sp.Abs, sp.sign):
         return []
@@ -98,12 +99,13 @@ def _series_variants(node, orders):
                     out.append((f"series_at_0_n{n}", t))
         else:
             out.append((f"series_at_0_n{max(orders)}", s0))
-    try:
-        si = sp.expand(_series_at(base, v, sp.oo, 3))
-        if si.free_symbols and _ok(si) and _plausible_at_inf(base, si, v):
-            out.append(("series_at_inf_n3", si))
-    except Exception:  # noqa: BLE001 - no expansion exists
-        pass
+    if at_infinity:
+        try:
+            si = sp.expand(_series_at(base, v, sp.oo, 3))
+            if si.free_symbols and _ok(si) and _plausible_at_inf(base, si, v):
+                out.append(("series_at_inf_n3", si))
+        except Exception:  # noqa: BLE001 - no expansion exists
+            pass
     out = [(name, s) for name, s in out if s != node and not s.has(sp.log(v))]
     res = []
     for name, s in out:
