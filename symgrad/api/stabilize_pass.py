@@ -56,8 +56,8 @@ def _own_sample_cost(expr, variables, n_points: int = 256, dtypes: int = 2) -> f
 
 
 def _own_sample_size(expr, variables, allowance: float) -> int:
-    """Points per dtype of a region's own search sample: 256, or the first 64 alone when those
-    show that 256 would cost more than ``allowance`` CPU seconds.
+    """Points per dtype of a region's own search sample: 256, or 128, or the first 64 alone,
+    the most that the first 64 show to cost at most ``allowance`` CPU seconds.
 
     The static estimate (:func:`_own_sample_cost`) cannot see how much precision the references
     need: d/dx of log(1 - x)/log(1 + x) cancels about log2(1/|x|) bits, so at the tiny inputs of a
@@ -70,7 +70,7 @@ def _own_sample_size(expr, variables, allowance: float) -> int:
     from ..stabilize.accuracy import make_sample
 
     spent = sum(make_sample(expr, variables, dt, n=64).cpu_s for dt in ("float64", "float32"))
-    return 256 if 4 * spent <= allowance else 64
+    return next((n for n in (256, 128) if n / 64 * spent <= allowance), 64)
 
 
 def _region_size(g: Graph, root: int, limit: int) -> int:
