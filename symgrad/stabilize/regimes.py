@@ -1,8 +1,8 @@
 """Regime inference: branch on one quantity when no single candidate wins everywhere.
 
 Points of all dtypes are sorted by one input or one difference of two inputs; with prefix sums of each
-candidate's error the best split into two to four contiguous segments (each
-served by one candidate) is found exactly by dynamic programming.  The
+candidate's error the best split into two or three contiguous segments (each
+served by one candidate) is found exactly in O(n) per candidate tuple.  The
 threshold between two segments is then refined by bisection on the float line
 between the neighbouring sample points (comparing both candidates against the
 exact reference) and rounded to the shortest decimal inside the bracket.
@@ -202,69 +202,8 @@ def _fewer_over(cands, samples, dts, variables, costs, best, keys=None) -> bool:
     return n_split < int(over[single].sum())
 
 
-def _no_digit_alike(bits: np.ndarray, dtype) -> np.ndarray:
-    """``bits`` with every error of a relative size 1 or more (no correct digit: at least the
-    mantissa's bits) counted as the largest: a finite value with no correct digit is as useless
-    as NaN, and a regime must not be drawn where every candidate is one or the other
-    (``-3 x^2/2 + 2 x``, a series at 0, "beats" NaN at x = 1e200 by rounding to -inf later)."""
-    dt = np.dtype(dtype)
-    return np.where(bits >= np.finfo(dt).nmant + 1, 8.0 * dt.itemsize, bits)
-
-
-MAX_SEGMENTS = 4
-# mean bits a fourth (or later) segment must win over the best split into fewer: a branch for
-# sampling noise is not worth its code (the 2- and 3-segment splits compete on cost alone, as before)
-EXTRA_SEGMENT_GAIN = 0.02
-
-
-def _segmentations(P: np.ndarray, valid: np.ndarray, max_segments: int) -> list:
-    """Best split of the sorted points into ``s = 2 .. max_segments`` contiguous segments.
-
-    ``P[k, i]`` is candidate k's cost summed over the first ``i`` points; a cut may sit at
-    ``i`` where ``valid[i]`` (between two distinct key values).  Adjacent segments have
-    different candidates; one candidate may serve several segments.  Dynamic programming over
-    (segments, last candidate, end point) -- the standard optimal-partition recurrence, as in
-    Herbie's regime inference (Panchekha et al. 2015, sec. 4.5) -- in O(s K n) with the best and
-    second-best predecessor per point.
-
-    Returns ``[(cost, ids, cuts)]`` per segment count (None where no split of that count exists).
-    """
-    K, n1 = P.shape
-    ar = np.arange(n1)
-    ks = np.arange(K)[:, None]
-    D = P.copy()  # D[k, i]: best cost of the first i points in s segments, the last served by k
-    backs, out = [], []
-    for _ in range(1, max_segments):
-        order = np.argsort(D, axis=0, kind="stable")
-        first, second = order[0], order[1] if K > 1 else order[0]
-        mine = first[None, :] == ks
-        prev = np.where(mine, D[second, ar][None, :], D[first, ar][None, :])  # best over k' != k
-        prev_k = np.where(mine, second[None, :], first[None, :])
-        cand = np.where(valid[None, :], prev - P, np.inf)
-        run = np.minimum.accumulate(cand, axis=1)
-        at = np.maximum.accumulate(np.where(cand <= run, ar[None, :], 0), axis=1)
-        D = np.full((K, n1), np.inf)
-        D[:, 1:] = P[:, 1:] + run[:, :-1]
-        arg = np.zeros((K, n1), dtype=np.int64)
-        arg[:, 1:] = at[:, :-1]
-        backs.append((arg, prev_k))
-        k = int(np.argmin(D[:, -1]))
-        if not np.isfinite(D[k, -1]):
-            out.append(None)
-            continue
-        ids, cuts, i = [k], [], n1 - 1
-        for arg_s, prev_s in reversed(backs):
-            i2 = int(arg_s[k, i])
-            k = int(prev_s[k, i2])
-            cuts.append(i2)
-            ids.append(k)
-            i = i2
-        out.append((float(D[ids[0], -1]), tuple(reversed(ids)), tuple(reversed(cuts))))
-    return out
-
-
 def best_split(cands: Sequence[tuple[sp.Expr, dict]], samples: dict, variables, orig, min_gain=0.1):
-    """Best regime split (2 to ``MAX_SEGMENTS`` segments) over the candidates.
+    """Best 2/3-segment regime over the candidates.
 
     Args:
         cands: ``[(expr, {dtype: per-point bits})]``.
@@ -282,24 +221,33 @@ def best_split(cands: Sequence[tuple[sp.Expr, dict]], samples: dict, variables, 
         return None
     # mean bits, plus a small penalty on the excess over 2 ulps (log2(3) bits): between
     # candidates with about the same mean, the one that keeps every point within 2 ulps wins
-    costs = np.concatenate([_penalised(_no_digit_alike(np.stack([c[1][dt] for c in cands]), dt))
-                            / max(len(samples[dt].X), 1) / len(dts) for dt in dts], axis=1)
+    costs = np.concatenate([_penalised(np.stack([c[1][dt] for c in cands])) / max(len(samples[dt].X), 1)
+                            / len(dts) for dt in dts], axis=1)
     best_single = costs.sum(axis=1).min()
     best = None
     keys = _split_keys(variables, samples, dts)
     for j, (v, vals) in enumerate(keys):
         order = np.argsort(vals, kind="stable")
-        sv = vals[order]
-        P = np.concatenate([np.zeros((K, 1)), np.cumsum(costs[:, order], axis=1)], axis=1)
+        sv, C = vals[order], costs[:, order]
+        P = np.concatenate([np.zeros((K, 1)), np.cumsum(C, axis=1)], axis=1)
+        tot = P[:, -1:]
         valid = np.concatenate([[False], sv[1:] > sv[:-1], [False]])
-        found = None
-        for s, hit in enumerate(_segmentations(P, valid, MAX_SEGMENTS), start=2):
-            if hit is None:
+        for a, b in itertools.permutations(range(K), 2):
+            two = np.where(valid, P[a] + tot[b] - P[b], np.inf)
+            i = int(np.argmin(two))
+            if best is None or two[i] < best[0] - 1e-12:
+                best = (two[i], j, (a, b), (i,))
+        for a, b, c in itertools.product(range(K), repeat=3):
+            if a == b or b == c:
                 continue
-            if found is None or hit[0] < found[0] - (EXTRA_SEGMENT_GAIN if s > 3 else 1e-12):
-                found = (hit[0], j, hit[1], hit[2])
-        if found is not None and (best is None or found[0] < best[0] - 1e-12):
-            best = found
+            left = np.where(valid, P[a] - P[b], np.inf)
+            run = np.minimum.accumulate(left)
+            three = np.where(valid, run + P[b] + tot[c] - P[c], np.inf)
+            k2 = int(np.argmin(three))
+            if three[k2] < (best[0] if best else np.inf) - 1e-12:
+                i1 = int(np.argmin(np.where(valid[:k2 + 1], left[:k2 + 1], np.inf)))
+                if 0 < i1 < k2:
+                    best = (three[k2], j, (a, b, c), (i1, k2))
     if best is None or best_single - best[0] <= 1e-9:
         return None
     if best_single - best[0] < max(min_gain, 0.1 * best_single) and not _fewer_over(
