@@ -10,6 +10,11 @@ function near its root, whose terms cancel whatever their form.  The derivative 
 about 106 bits (double-double: Dekker 1971; Ogita, Rump & Oishi 2005, "Accurate sum and dot
 product") and rounding once restores full float64 accuracy.
 
+A region is also tried where the float64 form loses fewer bits but is worse than the formula as
+written point by point (beyond 2 ulps and the conditioning where that formula is within 1 ulp,
+:func:`_worse_than_written`): the never-worse target of issue 16, point 1, which no float64 form
+the search found reaches there (the derivative of ``log(1 - x)/log(1 + x)`` for |x| > 0.3).
+
 The candidates are the form with one subexpression ``N`` marked ``dd(N)``, for every ``N`` of
 the form that has a double-double routine (:func:`symgrad.ir.ddprogram.from_sympy_region`),
 cheapest first (fewest dd operations).  Each is scored with exactly the kernel's arithmetic
@@ -115,7 +120,6 @@ def dd_region(expr: sp.Expr, variables: Sequence[sp.Symbol], sample: Sample, ori
             bits = {"float64": (float(before.mean()), float(before.max()), float(after.mean()), float(after.max()))}
             return cand, RewriteRecord(NAME, node, dd(node), bits, None, expr, cand, cost_note(node))
     return None
-
 
 
 def _worse_than_written(expr, original, variables, full: Sample, before: np.ndarray) -> bool:
