@@ -50,13 +50,6 @@ __all__ = ["stabilize", "needs_search", "StabilizeResult", "RewriteRecord", "bit
 # widening, the per-dtype regime decision and the double-double region, which run only while the
 # budget lasts (a search that used its whole cap would otherwise leave none of them any time).
 SEARCH_SHARE = 0.75
-# The never-worse check is the one step after the search that cannot be skipped (a form it has not
-# passed is discarded, and the region keeps its derived formula).  The search can run past its share
-# (its series stage and final verification are not cut mid-way), so the optional float32 widening
-# is started only while this much of ``budget_s`` is left for the check: d/dx of log(1 - x)/log(1 + x)
-# at the default program budget spent 0.81 of 0.93 s searching, the widening took 0.05 s, the check
-# was cut, and x = 1e-8 got the derived formula's 0.11 (the truth is -1.00000001).
-CHECK_RESERVE = 0.2
 
 
 def _summary(bits_before: dict, bits_after: dict) -> dict:
@@ -125,7 +118,7 @@ def stabilize(expr: sp.Expr, variables: Sequence[sp.Symbol], *, domain: Mapping 
                                      st.before, st.after))
     summary = _summary(s.orig.bits, best.bits)
     widen = None
-    if widen_float32 and "float32" in s.samples and cpu_clock() - t0 < (1 - CHECK_RESERVE) * budget_s:
+    if widen_float32 and "float32" in s.samples and cpu_clock() - t0 < budget_s:  # float32 beyond 2 ulps
         widen = widen_record(best.expr, s.vars, s.samples["float32"], best.bits["float32"], expr, domain)
     if widen is not None:
         records.append(widen)

@@ -202,7 +202,8 @@ def _fewer_over(cands, samples, dts, variables, costs, best, keys=None) -> bool:
     return n_split < int(over[single].sum())
 
 
-def best_split(cands: Sequence[tuple[sp.Expr, dict]], samples: dict, variables, orig, min_gain=0.1):
+def best_split(cands: Sequence[tuple[sp.Expr, dict]], samples: dict, variables, orig, min_gain=0.1,
+               alone=None):
     """Best 2/3-segment regime over the candidates.
 
     Args:
@@ -211,6 +212,12 @@ def best_split(cands: Sequence[tuple[sp.Expr, dict]], samples: dict, variables, 
         variables: input symbols.
         orig: original expression (exact reference for threshold refinement).
         min_gain: minimal improvement in mean bits (averaged over dtypes).
+        alone: optional ``[bool]`` per candidate: may it serve every input alone?  A split is
+            compared with the best of those (default: all).  A truncated series accurate at
+            every sample point cannot stand alone (the search never returns one), yet as the
+            best single candidate it made every split look worthless: d/dx of
+            ``(x - sin x)/(x - tan x)`` on (1e-8, 1.5), whose exact forms are NaN near 0, kept
+            one of them.
 
     Returns:
         ``(piecewise_expr, condition_str, gain)`` or None.
@@ -223,7 +230,8 @@ def best_split(cands: Sequence[tuple[sp.Expr, dict]], samples: dict, variables, 
     # candidates with about the same mean, the one that keeps every point within 2 ulps wins
     costs = np.concatenate([_penalised(np.stack([c[1][dt] for c in cands])) / max(len(samples[dt].X), 1)
                             / len(dts) for dt in dts], axis=1)
-    best_single = costs.sum(axis=1).min()
+    totals = costs.sum(axis=1)
+    best_single = totals[np.asarray(alone, dtype=bool)].min() if alone is not None and any(alone) else totals.min()
     best = None
     keys = _split_keys(variables, samples, dts)
     for j, (v, vals) in enumerate(keys):

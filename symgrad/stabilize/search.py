@@ -523,7 +523,8 @@ class Search:
         key = tuple(c.expr for c in picks)
         if key not in self._splits:
             self.charge("regime")
-            self._splits[key] = best_split([(c.expr, c.bits) for c in picks], self.samples, self.vars, self.expr)
+            self._splits[key] = best_split([(c.expr, c.bits) for c in picks], self.samples, self.vars, self.expr,
+                                           alone=[c.exact for c in picks] if len(self.vars) == 1 else None)
         split = self._splits[key] or self._covering(best_exact)
         if split is None:
             return None
