@@ -212,3 +212,14 @@ def test_poisson_deviance_is_twice_bd0():
     assert "bd0(y, mu)" in str(res.expr)
     rows = [(5.0, 5.0 + 1e-6), (100.0, 100.5), (1.0, 30.0), (0.25, 0.2500001), (700.0, 3.0)]
     assert np.all(_bits(res, e, [y, mu], rows) <= TWO_ULPS)  # the formula as written: 45 bits at the first
+
+
+def test_series_piece_where_every_exact_form_divides_by_a_vanishing_difference():
+    """d/dx (x - sin x)/(x - tan x) on (1e-8, 1.5): every exact form divides by (x - tan x)^2,
+    which underflows and cancels to 0 near 0 (NaN there).  Its series at 0 is accurate on the
+    whole interval, and being the best single candidate it made every split look worthless, so
+    the NaN form was kept; a split is now compared with the best form that may stand alone."""
+    e = sp.diff((x - sp.sin(x)) / (x - sp.tan(x)), x)
+    res = stabilize(e, [x], domain={x: (1e-8, 1.5)})
+    assert isinstance(res.expr, sp.Piecewise)
+    assert _bits(res, e, [x], [1e-8, 3e-7, 1e-4, 0.01, 0.3, 1.0, 1.4]).max() <= TWO_ULPS
