@@ -185,15 +185,16 @@ def _split_keys(variables, samples, dts):
     return keys
 
 
-def _fewer_over(cands, samples, dts, variables, costs, best, keys=None) -> bool:
-    """Does the split leave fewer points beyond 2 ulps than the best single candidate?
+def _fewer_over(cands, samples, dts, variables, costs, best, keys=None, single=None) -> bool:
+    """Does the split leave fewer points beyond 2 ulps than the best single candidate (``single``,
+    the index :func:`best_split` compares with; default the lowest cost)?
 
     A split whose mean gain is below ``min_gain`` is still worth its branch when it
     brings points back within 2 ulps (e.g. a cancellation-free form near the root
     of a derivative, which overflows far from it).
     """
     over = np.concatenate([np.stack([c[1][dt] for c in cands]) > TWO_ULPS + 1e-9 for dt in dts], axis=1)
-    single = int(np.argmin(costs.sum(axis=1)))
+    single = int(np.argmin(costs.sum(axis=1))) if single is None else single
     _, j, ids, cuts = best
     vals = keys[j][1] if keys is not None else np.concatenate([samples[dt].X[:, j].astype(np.float64) for dt in dts])
     order = np.argsort(vals, kind="stable")
@@ -231,7 +232,9 @@ def best_split(cands: Sequence[tuple[sp.Expr, dict]], samples: dict, variables, 
     costs = np.concatenate([_penalised(np.stack([c[1][dt] for c in cands])) / max(len(samples[dt].X), 1)
                             / len(dts) for dt in dts], axis=1)
     totals = costs.sum(axis=1)
-    best_single = totals[np.asarray(alone, dtype=bool)].min() if alone is not None and any(alone) else totals.min()
+    standalone = np.asarray(alone, dtype=bool) if alone is not None and any(alone) else np.ones(K, dtype=bool)
+    single = int(np.flatnonzero(standalone)[np.argmin(totals[standalone])])
+    best_single = totals[single]
     best = None
     keys = _split_keys(variables, samples, dts)
     for j, (v, vals) in enumerate(keys):
@@ -259,7 +262,7 @@ def best_split(cands: Sequence[tuple[sp.Expr, dict]], samples: dict, variables, 
     if best is None or best_single - best[0] <= 1e-9:
         return None
     if best_single - best[0] < max(min_gain, 0.1 * best_single) and not _fewer_over(
-            cands, samples, dts, variables, costs, best, keys):
+            cands, samples, dts, variables, costs, best, keys, single):
         return None
     cost, j, ids, cuts = best
     v = keys[j][0]
