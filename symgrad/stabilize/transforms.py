@@ -348,6 +348,8 @@ def _series_at(base, v, point, n: int):
     fast = _jet_series(base, v, point, n)
     if fast is not None:
         return fast
+    if point == sp.oo and _no_expansion_at_infinity(base, v):
+        raise sp.PoleError(f"no asymptotic expansion of {base} at infinity")
     key = (base, v, point)
     probes = PROBE_ORDERS[point]
     if _DEADLINE[0] is not None:
@@ -499,6 +501,38 @@ def _split_term(t):
         if not e.is_Integer:
             acc = sp.Mul(acc, sp.Pow(sp.sqrt(b), -1), evaluate=False)
     return acc
+
+
+def _no_expansion_at_infinity(f: sp.Expr, v: sp.Symbol) -> bool:
+    """Is a power series of ``f`` in ``1/v`` at infinity out of reach or of no use?
+
+    True when ``f`` applies, to an argument that grows without bound there,
+
+    * a function SymPy cannot expand at infinity: ``series(f, v, oo)`` ends in PoleError after
+      up to 0.35 s of SymPy work (``tanh``, ``sin``, ``cosh``, ``acosh``, ``gamma``; SymPy expands
+      powers, ``log`` and the functions that define ``_eval_aseries``: ``atan``, ``erf``,
+      ``loggamma``...), or
+    * ``exp``: ``exp(u)`` with ``|u| -> oo`` is beyond all orders of ``1/v``, so the series keeps
+      only the algebraic part, which float64 already computes where the exponential part is
+      negligible (``exp(x)/(1 + exp(x)) - 1`` expands to 0 against ``-exp(-x)``), and SymPy's
+      expansion is slow: 0.38 s, ending in TypeError, for GELU''s sigmoid form, half of a 1 s
+      program budget.
+
+    "Grows" is judged numerically: ``|u| > 1e3`` at ``v = 1e8`` (15 digits, mpmath).
+    """
+    base = sp.Function._eval_aseries
+    for app in f.atoms(sp.Function):
+        if v not in app.free_symbols or isinstance(app, sp.log):
+            continue
+        if not isinstance(app, sp.exp) and getattr(type(app), "_eval_aseries", base) is not base:
+            continue
+        try:
+            big = any(abs(complex(sp.N(a.xreplace({v: sp.Integer(10**8)}), 15))) > 1e3 for a in app.args)
+        except (TypeError, ValueError, ArithmeticError):  # no number there: let SymPy decide
+            continue
+        if big:
+            return True
+    return False
 
 
 def _plausible_at_inf(f, s, v) -> bool:
