@@ -123,14 +123,16 @@ def stabilize(expr: sp.Expr, variables: Sequence[sp.Symbol], *, domain: Mapping 
     if widen is not None:
         records.append(widen)
         summary["float32"] = summary["float32"][:2] + widen.bits["float32"][2:]
-    form, wide, note = best.expr, widen is not None, None
+    form, wide, note, own = best.expr, widen is not None, None, {}
     single = best.history[-1].before if best.history and best.history[-1].name == "regime_split" else None
     if records:  # never worse than the formula as written, on fresh and ordinary inputs
-        form, wide, note = accept(expr, best.expr, wide, s.vars, domain, tuple(dtypes), s.samples, single, check)
+        form, wide, note, own = accept(expr, best.expr, wide, s.vars, domain, tuple(dtypes), s.samples, single,
+                                       check, may_widen=widen_float32)
     if note is not None:
-        wide = wide and form != expr  # the formula as written is kept as it is
-        records, summary = _after_acceptance(expr, best.expr, form, wide, records, s, dtypes)
-    others: dict = {}  # dtype -> its own form (a regime split that gains nothing there)
+        wide = wide and (form != expr or own.get("float32", expr) != expr)  # the formula as written is kept as it is
+        records, summary = _after_acceptance(expr, best.expr, form, wide, records, s, dtypes, own)
+    others: dict = dict(own)  # dtype -> its own form (accepted in that dtype only, or a regime split that
+    # gains nothing there)
     # The steps below only refine a form that passed the never-worse check: past the program's hard
     # deadline they are not started, and if it cuts one, the checked form stands (throwing it away
     # made results depend on load: GELU'' lost its sech^2 form to a cut double-double step on CI).
@@ -145,7 +147,7 @@ def stabilize(expr: sp.Expr, variables: Sequence[sp.Symbol], *, domain: Mapping 
         skipped.append(step)
         return None
 
-    if form != expr and cpu_clock() - t0 < budget_s:
+    if form != expr and not own and cpu_clock() - t0 < budget_s:
         form, others, records = optional("per-dtype regimes", lambda: _regimes_per_dtype(
             expr, form, wide, records, summary, s, domain, dtypes, single, check)) or (form, others, records)
     if "float64" in s.samples and dd_regions_enabled() and cpu_clock() - t0 < budget_s:  # float64 beyond 2 ulps
@@ -186,13 +188,19 @@ def _regimes_per_dtype(expr, form, wide, records, summary, s, domain, dtypes, si
     return form, others, records
 
 
-def _after_acceptance(expr, chosen, form, wide, records, s, dtypes):
-    """Records and summary once the acceptance check repaired or reverted ``chosen``."""
-    if form == expr:
+def _after_acceptance(expr, chosen, form, wide, records, s, dtypes, own=None):
+    """Records and summary once the acceptance check repaired or reverted ``chosen`` (in every
+    dtype, or in the dtypes of ``own``, ``{dtype: the form it computes}``)."""
+    own = own or {}
+    if form == expr and not own:
         return [], _summary(s.orig.bits, s.orig.bits)
     records = [r for r in records if r.name != NAME] if not wide else records
     after = s.score(form, ())
     bits = _summary(s.orig.bits, after.bits) if after is not None else {}
+    for dt, f in own.items():  # the search's sample, scored as the rest of the summary
+        sc = s.score(f, ())
+        if sc is not None and dt in bits and not (dt == "float32" and wide):
+            bits[dt] = _summary(s.orig.bits, sc.bits)[dt]
     if form != chosen:
         cb = s.score(chosen, ())
         step = _summary(cb.bits, after.bits) if cb is not None and after is not None else {}

@@ -286,20 +286,24 @@ def split_with_original(orig, chosen, widen, variables, samples: dict):
 
 def accept(orig: sp.Expr, chosen: sp.Expr, widen: bool, variables: Sequence[sp.Symbol],
            domain: Mapping | None, dtypes: Sequence[str], seen: dict | None = None, single=None,
-           check: Callable[[], dict] | None = None):
-    """``(form, widen, note)``: ``chosen`` if it passes, a repaired regime split, or ``orig``.
+           check: Callable[[], dict] | None = None, may_widen: bool = False):
+    """``(form, widen, note, own)``: ``chosen`` if it passes, a repaired regime split, ``chosen``
+    in the dtypes where it passes with ``own`` (``{dtype: form}``) for the others
+    (:func:`per_dtype`), or ``orig``.
 
     ``seen`` (``{dtype: Sample}``, the search's own sample) is checked too: its references
     are already paid for, and a repair must not be judged on the fresh points alone.
     ``single``: the best one-formula form before a regime split (see :func:`repair_regimes`).
     ``check``: gives the ``{dtype: Sample}`` to check on instead of :func:`check_samples` (the
     program pass's shared check points, :meth:`.triage.TriageResult.check_samples`).
+    ``may_widen``: the float32 kernel may compute in float64 (scalar cores), though ``widen``
+    was not proposed; only :func:`per_dtype` uses it.
 
     ``note`` is None when ``chosen`` passed, else one line saying what was repaired or
     reverted and why (the per-dtype mean bits and lost points on the check sample).
     """
     if chosen == orig and not widen:
-        return chosen, widen, None
+        return chosen, widen, None, {}
     samples = the_check_samples(orig, variables, domain, dtypes, check)
     if seen:
         samples = {dt: Sample(s.dtype, np.concatenate([s.X, seen[dt].X]), np.concatenate([s.ref, seen[dt].ref]))
@@ -307,13 +311,13 @@ def accept(orig: sp.Expr, chosen: sp.Expr, widen: bool, variables: Sequence[sp.S
     v = verdict(orig, chosen, widen, variables, samples)
     fixed = repair_regimes(orig, chosen, widen, variables, samples, single)
     if fixed is None and v.ok:
-        return chosen, widen, None
+        return chosen, widen, None, {}
     forms = [(chosen, v)]
     if fixed is not None:
         v2 = verdict(orig, fixed, widen, variables, samples)
         if v2.ok:
             why = v.why() or "a piece overflowed where the single best form does not"
-            return fixed, widen, f"never_worse: regime piece(s) replaced ({why})"
+            return fixed, widen, f"never_worse: regime piece(s) replaced ({why})", {}
         forms.insert(0, (fixed, v2))
     # nothing passes in full: the form that overflows least, if its mean is not worse and the
     # formula as written overflows more (reverting would bring NaN/inf back), is kept, and said so
@@ -323,12 +327,60 @@ def accept(orig: sp.Expr, chosen: sp.Expr, widen: bool, variables: Sequence[sp.S
     if keep:
         f, vv, n = min(keep, key=lambda k: k[2])
         return f, widen, (f"never_worse: kept although {vv.why()}; the formula as written "
-                          f"overflows at {n_orig} points of the check, this form at {n}")
+                          f"overflows at {n_orig} points of the check, this form at {n}"), {}
     split = split_with_original(orig, fixed if fixed is not None else chosen, widen, variables, samples)
     if split is not None and verdict(orig, split, widen, variables, samples).ok:
-        return split, widen, f"never_worse: formula as written kept where it is better ({v.why()})"
+        return split, widen, f"never_worse: formula as written kept where it is better ({v.why()})", {}
     if widen:  # the form may be fine in float64 and only its float32 evaluation worse
         v3 = verdict(orig, chosen, False, variables, samples)
         if v3.ok:
-            return chosen, False, f"never_worse: float32 kept in float32 ({v.why()})"
-    return orig, False, f"never_worse: reverted to the formula as written ({v.why()})"
+            return chosen, False, f"never_worse: float32 kept in float32 ({v.why()})", {}
+    own = per_dtype(orig, chosen, widen, variables, samples, may_widen)
+    if own is not None:
+        return own
+    return orig, False, f"never_worse: reverted to the formula as written ({v.why()})", {}
+
+
+def per_dtype(orig, chosen, widen, variables, samples: dict, may_widen: bool = False):
+    """Acceptance dtype by dtype, when ``chosen`` fails the check in some dtypes only.
+
+    A form that serves float64 and loses one float32 point under widening (mish'' in float32:
+    mean 6.4 -> 4.9 bits, one point within 1 ulp lost) used to be reverted in both kernels,
+    and float64 lost a form it needed (``mish''(60)`` = 0, the truth -3.6e-50).  Here each dtype
+    that passes keeps ``chosen``; a dtype that fails computes the best of the alternatives that
+    pass there, lowest mean error first: in float32, the formula as written or ``chosen``
+    computed in float64 (when ``widen`` or ``may_widen``: the kernel may widen float32) or
+    ``chosen`` in float32; in any dtype, the formula as written (which always passes).
+    Widening is one flag for the whole float32 kernel, so it is on only when the float32
+    choice uses it.
+
+    Returns ``(float64 form, widen, note, {dtype: own form})`` or None when no dtype passes
+    (or there is a single dtype: nothing to split).
+    """
+    if len(samples) < 2:
+        return None
+    ok = {dt: verdict(orig, chosen, widen, variables, {dt: s}) for dt, s in samples.items()}
+    if not any(v.ok for v in ok.values()):
+        return None
+    forms, wide, why = {}, widen, []
+    for dt, s in samples.items():
+        if ok[dt].ok:
+            forms[dt] = chosen
+            continue
+        why.append(ok[dt].why())
+        opts = [(orig, False)]  # passes by definition
+        if dt == "float32":
+            wides = [(orig, True), (chosen, True)] if widen or may_widen else []
+            opts = [o for o in wides + [(chosen, False)] if o != (chosen, widen)] + opts
+        scored = [(f, w, verdict(orig, f, w, variables, {dt: s})) for f, w in opts]
+        f, w, _ = min((t for t in scored if t[2].ok), key=lambda t: t[2].detail.get(dt, (0.0, 0.0, 0))[1])
+        forms[dt] = f
+        if dt == "float32":
+            wide = w
+    main = forms.get("float64", chosen)
+    own = {dt: f for dt, f in forms.items() if f != main}
+    kept = ", ".join(dt for dt, v in ok.items() if v.ok)
+    alone = [f"{dt} computes {'the formula as written' if f == orig else 'the searched form'}"
+             f"{(' in float64' if wide else ' in float32') if dt == 'float32' else ''}"
+             for dt, f in forms.items() if not ok[dt].ok]
+    return main, wide, f"never_worse: searched form kept in {kept}; {'; '.join(alone)} ({'; '.join(why)})", own

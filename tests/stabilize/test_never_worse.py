@@ -26,7 +26,7 @@ DTS = ("float64", "float32")
 def test_bad_series_piece_is_repaired_by_the_original():
     # a truncated series used far beyond its radius: 2 terms of sin up to 1 lose ~12 bits near 1
     chosen = sp.Piecewise((x - x**3 / 6, x < 1), (sp.sin(x), True))
-    form, widen, note = accept.accept(sp.sin(x), chosen, False, [x], {x: (-100.0, 100.0)}, DTS)
+    form, widen, note, _ = accept.accept(sp.sin(x), chosen, False, [x], {x: (-100.0, 100.0)}, DTS)
     assert form == sp.sin(x)
     assert note is not None and "never_worse" in note
 
@@ -34,14 +34,14 @@ def test_bad_series_piece_is_repaired_by_the_original():
 def test_worse_single_form_is_reverted():
     orig = sp.sin(x)
     chosen = x - x**3 / 6 + x**5 / 120  # fine near 0, useless at 10
-    form, widen, note = accept.accept(orig, chosen, False, [x], {x: (-100.0, 100.0)}, DTS)
+    form, widen, note, _ = accept.accept(orig, chosen, False, [x], {x: (-100.0, 100.0)}, DTS)
     assert form == orig and not widen
     assert "reverted" in note
 
 
 def test_good_form_passes_untouched():
     orig = sp.log(1 + x)
-    form, widen, note = accept.accept(orig, log1p(x), False, [x], {x: (-0.5, 1e6)}, DTS)
+    form, widen, note, _ = accept.accept(orig, log1p(x), False, [x], {x: (-0.5, 1e6)}, DTS)
     assert form == log1p(x) and note is None
 
 
@@ -149,3 +149,22 @@ def test_difference_of_nearly_equal_sines_by_sum_to_product():
         for dt in DTS:
             mean_before, _, mean_after, max_after = res.bits[dt]
             assert mean_before > 10 and mean_after < 0.5 and max_after <= TWO_ULPS, (e, dt, res.bits)
+
+
+def test_each_dtype_is_accepted_on_its_own():
+    """A form that serves float64 and fails only in float32 is kept for float64; float32 computes
+    the formula as written (before, both kernels were reverted).  exp(2x)/exp(x) overflows in
+    float32 beyond x = 44.4, never in float64 on (-50, 50)."""
+    dom = {x: (-50.0, 50.0)}
+    s = accept.check_samples(sp.exp(x), [x], dom, DTS)
+    chosen = sp.Mul(sp.exp(2 * x), sp.Pow(sp.exp(x), -1, evaluate=False), evaluate=False)  # as written
+    assert accept.verdict(sp.exp(x), chosen, False, [x], {"float64": s["float64"]}).ok
+    assert not accept.verdict(sp.exp(x), chosen, False, [x], {"float32": s["float32"]}).ok
+    form, widen, note, own = accept.per_dtype(sp.exp(x), chosen, False, [x], s)
+    assert form == chosen and own == {"float32": sp.exp(x)} and not widen
+    assert "kept in float64; float32 computes the formula as written in float32" in note
+    both = {dt: accept.verdict(sp.exp(x), f, widen, [x], {dt: s[dt]}) for dt, f in (("float64", form),
+                                                                                     ("float32", own["float32"]))}
+    assert all(v.ok for v in both.values())
+    # nothing passes anywhere: no per-dtype answer
+    assert accept.per_dtype(sp.exp(x), sp.exp(x) * (1 + 1e-3), False, [x], s) is None

@@ -99,6 +99,29 @@ def test_gelu_derivatives_at_the_default_budget(order):
             assert bits <= limit, (dtype, float(x), got, want, bits, limit)
 
 
+def test_mish_second_derivative_at_the_default_budget():
+    """mish''(60) is -3.6e-50; the derived form gave 0.0 (its terms cancel).  The searched form
+    serves float64 but loses one float32 point under widening, and the never-worse check used
+    to revert both kernels to the formula as written; now each dtype is accepted on its own
+    (float64 keeps the searched form, float32 computes the formula as written).  Held to
+    log2(3) + log2(1 + kappa) bits, kappa = |x f'''(x) / f''(x)|."""
+    x = sp.Symbol("x", real=True)
+    f2 = sp.diff(x * sp.tanh(sp.log(1 + sp.exp(x))), x, 2)
+    fn, fn1 = sp.lambdify(x, f2, "mpmath"), sp.lambdify(x, sp.diff(f2, x), "mpmath")
+    g = sg.grad(sg.grad(lambda x: x * np.tanh(np.log1p(np.exp(x)))))
+    gc.collect()  # the budget is CPU time of this thread (see the MLP test above)
+    for dtype, xs in (("float64", (60.0, 40.0, 12.0, 1.0, -1.0, -6.0, -20.0)), ("float32", (12.0, 1.0, -1.0, -6.0))):
+        for v in xs:
+            v = np.dtype(dtype).type(v)
+            with mpmath.workprec(3000):
+                t = mpmath.mpf(float(v))
+                want, kappa = fn(t), float(abs(t * fn1(t) / fn(t)))
+            got, want = g(v), np.dtype(dtype).type(float(want))
+            assert np.asarray(got).dtype == np.dtype(dtype)
+            bits = float(ulp_bits(np.asarray([got]), np.asarray([want]))[0])
+            assert bits <= np.log2(3) + np.log2(1 + kappa) + 1e-9, (dtype, float(v), got, want, bits)
+
+
 def test_triage_samples_are_correctly_rounded_references():
     """The points a search gets from the triage carry the correctly rounded references (as
     :func:`reference_values` computes them), non-finite ones dropped, each expression's columns."""
