@@ -195,6 +195,16 @@ def _real(v):
     return mpmath.nan if type(v) is mpmath.mpc else v
 
 
+def _real_power(base, exp):
+    """``base**exp`` with real semantics: NaN for a negative base and a non-integer exponent, decided
+    before mpmath computes the complex power (30 ms a point at |base| ~ 1e300: half the points of
+    a bit-pattern sample of ``x**x`` are negative, and its references took 0.85 s of a 1 s budget)."""
+    if type(base) is mpmath.mpf and type(exp) is mpmath.mpf and base < 0 and mpmath.isfinite(exp) \
+            and exp != mpmath.floor(exp):
+        return mpmath.nan
+    return _real(mpmath.power(base, exp))
+
+
 def _is_exact(e) -> bool:
     """Statically exact nodes: inputs, rationals, and sums/products/max/min/abs of them."""
     if e.is_Symbol or e.is_Rational:
@@ -271,7 +281,7 @@ def _compile_node(expr, pos, rec):
             n = int(ex)
             return lambda env: mpmath.power(b(env), n)
         e = rec(ex)
-        return lambda env: _real(mpmath.power(b(env), e(env)))
+        return lambda env: _real_power(b(env), e(env))
     f = expr.func
     if f in _UNARY and f in _ILL:
         g, a = _UNARY[f], rec(expr.args[0])

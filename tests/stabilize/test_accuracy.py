@@ -31,3 +31,13 @@ def test_float32_not_promoted():
 def test_report_naive_is_bad():
     mean, mx = bits_of_error_report(sp.exp(x) - 1, [x], "float64", n=128)
     assert mean > 5 and mx > 30
+
+
+def test_reference_power_of_a_negative_base_is_real():
+    """x**y with x < 0: NaN for a non-integer y (real semantics, decided before mpmath computes a
+    complex power), the real power for an integer-valued y; positive bases as usual."""
+    x, y = sp.symbols("x y", real=True)
+    X = np.array([[-2.5, 0.5], [-2.0, 3.0], [-1e300, 1e-300], [2.0, 0.5], [-3.0, -2.0]])
+    ref = reference_values(compile_mpmath(x**y, [x, y]), X, "float64")
+    assert np.isnan(ref[0]) and np.isnan(ref[2])
+    np.testing.assert_array_equal(ref[[1, 3, 4]], [-8.0, np.sqrt(2.0), 1 / 9])
