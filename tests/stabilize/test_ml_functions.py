@@ -12,6 +12,7 @@ compiled kernels): ``python -m pytest -m slow tests/stabilize/test_ml_functions.
 import mpmath
 import numpy as np
 import pytest
+import scipy.special
 
 import symgrad as sg
 from symgrad.stabilize.accuracy import ulp_bits
@@ -29,6 +30,10 @@ FUNCS = {
                          lambda x: mpmath.exp(x) / (1 + mpmath.exp(x)) ** 2, [44.0, 0.1]),
     "expm1_minus_x": (lambda x: np.expm1(x) - x, lambda x: mpmath.expm1(x) - x, [5.7e-8]),
     "x_pow_x": (lambda x: x**x, lambda x: x**x, [0.5, 3.0]),
+    # GELU as written with erf (PyTorch's exact form): 1 + erf(u) cancels for u << 0 (0 at x = -30, the
+    # truth -1.5e-196; 30 bits lost at -6.4) until the search has erfc(-u) (DLMF 7.2.2)
+    "gelu_erf": (lambda x: 0.5 * x * (1 + scipy.special.erf(x / np.sqrt(2))),
+                 lambda x: 0.5 * x * (1 + mpmath.erf(x / mpmath.sqrt(2))), [-30.0, -6.4]),
 }
 _MAG = np.geomspace(1e-6, 60.0, 9)
 # measured on this branch (bits of error beyond the bound, worst point): not fixed yet
