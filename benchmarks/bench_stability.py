@@ -8,7 +8,7 @@ and for ``jax.grad`` of it (each partial), in x64 for float64 and in float32 for
 a JAX user gets from the naive formula (XLA's own exp/log/tanh included).  The suite: the
 original 42 expressions, the textbook cancellation problems of Hamming's chapter 3
 (as collected by Herbie/FPBench), machine-learning activations and losses, and physics
-and statistics formulas (101 expressions).  The summary also counts the cases that are
+and statistics formulas (103 expressions).  The summary also counts the cases that are
 worse than the naive formula on a fresh sample (issue 16's never-worse criterion).
 Writes ``benchmarks/results/stability.md``.
 
@@ -113,6 +113,8 @@ SUITE = [
     # -- machine learning activations and losses
     ("gelu tanh", x / 2 * (1 + sp.tanh(sp.sqrt(2 / sp.pi) * (x + sp.Rational(44715, 10**6) * x**3))), [x],
      {x: (-60.0, 60.0)}),
+    ("gelu erf", x / 2 * (1 + sp.erf(x / sp.sqrt(2))), [x], None),
+    ("normal sf", sp.Rational(1, 2) - sp.erf(x / sp.sqrt(2)) / 2, [x], None),
     ("elu neg", E(x) - 1, [x], {x: (-1e300, 0.0)}),
     ("mish", x * sp.tanh(sp.log(1 + E(x))), [x], {x: (-700.0, 700.0)}),
     ("log cosh", sp.log(sp.cosh(x)), [x], None),
@@ -169,7 +171,8 @@ def jax_values(jax, f, vs, part, X, dt):
     """JAX's values at the rows of ``X``: ``jax.jit`` of the formula as written (part ``f``) or
     of ``jax.grad`` of it (part ``d/dv``), vectorised with ``jax.vmap``, in ``dt`` arithmetic
     (float64 with x64 enabled; float32 inputs keep float32, Python constants are weakly typed)."""
-    fn = sp.lambdify(vs, f, modules="jax")
+    special = {"erf": jax.scipy.special.erf, "erfc": jax.scipy.special.erfc}  # lambdify's "jax" lacks them
+    fn = sp.lambdify(vs, f, modules=[special, "jax"])
     if part != "f":
         fn = jax.grad(fn, argnums=[str(v) for v in vs].index(part[3:]))
     g = jax.jit(jax.vmap(fn))
