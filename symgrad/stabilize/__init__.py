@@ -32,8 +32,8 @@ import sympy as sp
 
 from symgrad.ir.ddprogram import dd_regions_enabled
 
-from .accept import accept
-from .accuracy import bits_of_error_report, ulp_bits
+from .accept import accept, the_check_samples, verdict
+from .accuracy import Sample, bits_of_error_report, ulp_bits
 from .budget import StabilizeBudgetExceeded, collector_paused, cpu_clock, deadline_passed
 from .ddregion import dd_region
 from .dtype_regimes import decide_regimes
@@ -41,15 +41,17 @@ from .numeric import compile_numpy
 from .result import RewriteRecord, StabilizeResult
 from .search import DEFAULT_WORK, Search
 from .transforms import deadline
-from .widen import NAME, TWO_ULPS, stress_sample, widen_record
+from .widen import NAME, TWO_ULPS, stress_sample, widen_record, widened_record
 
 __all__ = ["stabilize", "needs_search", "StabilizeResult", "RewriteRecord", "bits_of_error_report", "DEFAULT_WORK"]
 
 
-# Of ``budget_s``, the search may use this fraction; the rest is room for verification, the float32
-# widening, the per-dtype regime decision and the double-double region, which run only while the
-# budget lasts (a search that used its whole cap would otherwise leave none of them any time).
-SEARCH_SHARE = 0.75
+# Of ``budget_s`` less the references of the search's sample and of the never-worse check's points (paid
+# first), the search may use this fraction (a regime split may run ``search.REGIME_GRACE`` past it); the
+# rest is room for the check itself and then the optional steps -- float32 widening found on stress
+# points, the per-dtype regime decision, the double-double region -- which run only while the budget
+# lasts (a step the program's deadline cuts leaves the checked form).
+SEARCH_SHARE = 0.7
 
 
 def _summary(bits_before: dict, bits_after: dict) -> dict:
@@ -92,9 +94,9 @@ def stabilize(expr: sp.Expr, variables: Sequence[sp.Symbol], *, domain: Mapping 
             own: the program pass hands over the triage's shared points
             (:meth:`.triage.TriageResult.samples`), whose references are already paid for.
         check: optional zero-argument callable giving the ``{dtype: Sample}`` of the never-worse
-            check (:func:`.accept.accept`) instead of :func:`.accept.check_samples`; called only
-            when a rewrite is to be checked (the program pass shares one check sample,
-            :meth:`.triage.TriageResult.check_samples`).
+            check (:func:`.accept.accept`) instead of :func:`.accept.check_samples` (the program
+            pass shares one check sample, :meth:`.triage.TriageResult.check_samples`).  Called
+            before the search, so the search's time is what is left after its references.
 
     Returns:
         :class:`StabilizeResult` with the chosen expression and the applied rewrites; a regime
@@ -108,7 +110,13 @@ def stabilize(expr: sp.Expr, variables: Sequence[sp.Symbol], *, domain: Mapping 
     expr = sp.sympify(expr)
     s = Search(expr, variables, domain, SEARCH_SHARE * budget_s, tuple(dtypes), seed, n_points, work=work,
                samples=samples, widen=widen_float32)
-    with deadline(t0 + SEARCH_SHARE * budget_s):
+    # the never-worse check's references first: every rewrite needs them, and a check the program's deadline
+    # cut after the search lost the whole search (mish'' at the default budget, now and then)
+    checked = the_check_samples(expr, s.vars, domain, tuple(dtypes), check)
+    check = lambda: checked  # noqa: E731 - the same samples for every later step
+    paid = cpu_clock() - s.t0
+    s.budget_s = paid + SEARCH_SHARE * max(budget_s - paid, 0.0)
+    with deadline(s.t0 + s.budget_s):
         best = s.run()
     records = []
     for st in best.history:
@@ -119,7 +127,9 @@ def stabilize(expr: sp.Expr, variables: Sequence[sp.Symbol], *, domain: Mapping 
     summary = _summary(s.orig.bits, best.bits)
     widen = None
     if widen_float32 and "float32" in s.samples and cpu_clock() - t0 < budget_s:  # float32 beyond 2 ulps
-        widen = widen_record(best.expr, s.vars, s.samples["float32"], best.bits["float32"], expr, domain)
+        # on the search's own points only: the stress points come after the check (an optional step)
+        widen = widen_record(best.expr, s.vars, s.samples["float32"], best.bits["float32"], expr, domain,
+                             stressed=False)
     if widen is not None:
         records.append(widen)
         summary["float32"] = summary["float32"][:2] + widen.bits["float32"][2:]
@@ -133,6 +143,11 @@ def stabilize(expr: sp.Expr, variables: Sequence[sp.Symbol], *, domain: Mapping 
         records, summary = _after_acceptance(expr, best.expr, form, wide, records, s, dtypes, own)
     others: dict = dict(own)  # dtype -> its own form (accepted in that dtype only, or a regime split that
     # gains nothing there)
+    if wide and "float32" in s.samples and not any(r.name == NAME for r in records):  # the check's float32 choice
+        sc = s.score(others.get("float32", form), ())
+        if sc is not None:
+            records.append(widened_record(others.get("float32", form), s.vars, s.samples["float32"],
+                                          sc.bits["float32"]))
     # The steps below only refine a form that passed the never-worse check: past the program's hard
     # deadline they are not started, and if it cuts one, the checked form stands (throwing it away
     # made results depend on load: GELU'' lost its sech^2 form to a cut double-double step on CI).
@@ -147,6 +162,13 @@ def stabilize(expr: sp.Expr, variables: Sequence[sp.Symbol], *, domain: Mapping 
         skipped.append(step)
         return None
 
+    if widen_float32 and not wide and "float32" in s.samples and cpu_clock() - t0 < budget_s:
+        rec = optional("float32 widening", lambda: _widen_after_check(expr, others.get("float32", form), s, domain,
+                                                                      check))
+        if rec is not None:
+            records.append(rec)
+            wide = True
+            summary["float32"] = summary["float32"][:2] + rec.bits["float32"][2:]
     if form != expr and not own and cpu_clock() - t0 < budget_s:
         form, others, records = optional("per-dtype regimes", lambda: _regimes_per_dtype(
             expr, form, wide, records, summary, s, domain, dtypes, single, check)) or (form, others, records)
@@ -158,11 +180,37 @@ def stabilize(expr: sp.Expr, variables: Sequence[sp.Symbol], *, domain: Mapping 
                 others["float64"], rec = hit
             else:
                 form, rec = hit
-            at = len(records) - 1 if wide else len(records)  # the float32 widening record stays last
+            at = _widening_at(records)  # the float32 widening record stays last
             records = records[:at] + [rec] + records[at:]
             summary["float64"] = rec.bits["float64"]
     return StabilizeResult(form, records, s.exhausted, cpu_clock() - t0,
                            summary, s.used, s.timed_out, wide, note, others, tuple(skipped))
+
+
+def _widening_at(records) -> int:
+    """Index of the float32 widening record (kept last), or ``len(records)``."""
+    return next((i for i, r in enumerate(records) if r.name == NAME), len(records))
+
+
+def _widen_after_check(expr, form32, s, domain, check=None):
+    """The float32 widening record of ``form32`` (the form the float32 kernel computes) found on the
+    :func:`.widen.stress_sample` (moderate inputs, the floats next to roots), or None.
+
+    Runs after the never-worse check, as an optional step: its few hundred references once ran into
+    the program's deadline before the check and the region's whole search was lost.  The widened
+    kernel must pass the check in float32 (:func:`.accept.verdict`).
+    """
+    sc = s.score(form32, ())
+    if sc is None:
+        return None
+    rec = widen_record(form32, s.vars, s.samples["float32"], sc.bits["float32"], expr, domain)
+    if rec is None:
+        return None
+    checked = the_check_samples(expr, s.vars, domain, ("float32",), check)
+    seen = s.samples["float32"]
+    checked = {dt: Sample(c.dtype, np.concatenate([c.X, seen.X]), np.concatenate([c.ref, seen.ref]))
+               for dt, c in checked.items()}
+    return rec if verdict(expr, form32, True, s.vars, checked).ok else None
 
 
 def _regimes_per_dtype(expr, form, wide, records, summary, s, domain, dtypes, single, check=None):
@@ -176,7 +224,7 @@ def _regimes_per_dtype(expr, form, wide, records, summary, s, domain, dtypes, si
     if all(f != form for f in forms.values()):  # no dtype keeps the split
         form = forms["float64"] if "float64" in forms else forms[str(dtypes[0])]
     others = {dt: f for dt, f in forms.items() if f != form}
-    at = len(records) - 1 if wide else len(records)  # the float32 widening record stays last
+    at = _widening_at(records)  # the float32 widening record stays last
     records = records[:at] + extra + records[at:]
     for rec in extra:
         dt = next(iter(rec.bits))

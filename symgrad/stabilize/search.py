@@ -47,7 +47,7 @@ import numpy as np
 import sympy as sp
 
 from .accuracy import Sample, make_sample, point_bits, ulp_bits
-from .budget import check_deadline, cpu_clock
+from .budget import StabilizeBudgetExceeded, check_deadline, cpu_clock, deadline_passed, hard_deadline
 from .localize import local_errors
 from .numeric import compile_numpy
 from .reference import compile_mpmath
@@ -76,6 +76,10 @@ MAX_KNOWN_VALUES = 20000
 MAX_ALGEBRAIC_NODES = 100
 SERIES_AT_INFINITY_FROM = 4.0  # |input| a sample must reach for a series at infinity to be tried
 MIN_REGIME_GAIN = 0.1  # bits of mean error a regime split must win (see _worth_a_branch)
+# A regime split (its thresholds refined on fresh mpmath references) may run this fraction of the search
+# budget past it; a split cut there is not made.  Unbounded, it ran into the program's hard deadline and
+# the whole search was lost (log(0.5*(1 + erf(x/sqrt 2))) at the 1 s default budget: 0 searched).
+REGIME_GRACE = 0.15
 REGRESSION_SLACK = 2.0  # bits; see Search.acceptable  # bits: a round must lower the best mean error by more than this to continue
 
 
@@ -520,6 +524,16 @@ class Search:
                 picks.append(c)
         if len(picks) < 2:
             return None
+        try:  # a split (thresholds refined on fresh references) may run REGIME_GRACE past the search budget
+            with hard_deadline(self.t0 + self.budget_s * (1 + REGIME_GRACE)):
+                return self._split(picks, best_exact, probe)
+        except StabilizeBudgetExceeded:
+            if deadline_passed():  # the program's own deadline: not this search's to absorb
+                raise
+            self.exhausted = self.timed_out = True
+            return None
+
+    def _split(self, picks, best_exact: Cand, probe: bool):
         key = tuple(c.expr for c in picks)
         if key not in self._splits:
             self.charge("regime")

@@ -80,14 +80,15 @@ def stress_sample(expr: sp.Expr, variables: Sequence[sp.Symbol], domain=None, dt
 
 
 def widen_record(expr: sp.Expr, variables: Sequence[sp.Symbol], sample: Sample,
-                 bits32: np.ndarray, original: sp.Expr | None = None, domain=None) -> RewriteRecord | None:
+                 bits32: np.ndarray, original: sp.Expr | None = None, domain=None,
+                 stressed: bool = True) -> RewriteRecord | None:
     """A record for evaluating ``expr`` in float64 in float32 kernels, or None if not worth it.
 
-    Worth it when the float32 form exceeds 2 ulps at some point of the search sample or of
-    the :func:`stress_sample` of ``original`` (the exact function), and the widened
-    evaluation is better there without being worse on average.
+    Worth it when the float32 form exceeds 2 ulps at some point of the search sample or (when
+    ``stressed``) of the :func:`stress_sample` of ``original`` (the exact function, a few hundred
+    more references), and the widened evaluation is better there without being worse on average.
     """
-    stress = stress_sample(original if original is not None else expr, variables, domain)
+    stress = stress_sample(original if original is not None else expr, variables, domain) if stressed else None
     if stress is not None and len(stress.X):
         sample = Sample(sample.dtype, np.concatenate([sample.X, stress.X.astype(sample.X.dtype)]),
                         np.concatenate([sample.ref, stress.ref]))
@@ -98,6 +99,17 @@ def widen_record(expr: sp.Expr, variables: Sequence[sp.Symbol], sample: Sample,
     wide = widened_bits(expr, variables, sample)
     if wide.max() >= bits32.max() or wide.mean() > bits32.mean() + 1e-9:
         return None
-    bits = {"float32": (float(bits32.mean()), float(bits32.max()), float(wide.mean()), float(wide.max()))}
+    return _record(expr, bits32, wide)
+
+
+def widened_record(expr: sp.Expr, variables: Sequence[sp.Symbol], sample: Sample, bits32: np.ndarray) -> RewriteRecord:
+    """The record of a widening decided elsewhere (the never-worse check's float32 choice,
+    :func:`.accept.per_dtype`): ``expr``'s float32 bits on ``sample`` before and after."""
+    return _record(expr, bits32, widened_bits(expr, variables, sample))
+
+
+def _record(expr, bits32, wide) -> RewriteRecord:
+    bits = {"float32": (float(bits32.mean()), float(bits32.max()), float(wide.mean()), float(wide.max()))} \
+        if len(bits32) and len(wide) else {}
     return RewriteRecord(NAME, sp.Symbol("float32 arithmetic"), sp.Symbol("float64 arithmetic rounded once"),
                          bits, None, expr, expr)
