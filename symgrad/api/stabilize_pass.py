@@ -470,6 +470,8 @@ def _apply(g, kernel, root, name, expr, leaves, res, names, header, mapping, dir
     if main != expr and not place(main, mapping, direct):
         say("rewrite keeps the derived form inside; not applied")
         return
+    if main == expr:  # only float32 widening (or another dtype's form): the canonical form as for any region
+        _use_canonical(g, root, name, expr, leaves, header, mapping)
     for dt in sorted({"float32", *res.dtype_exprs} - {"float64"}):
         form = res.form(dt)
         if form == main:

@@ -218,12 +218,21 @@ class _Ctx:
             a = self.jet(e.args[0])
             one_plus = self.add(self.const(K.one), self.scale(self.mul(a, a), K.convert(sign)))
             return self.integral_of(a, self.norm_power(one_plus, sp.Rational(power)))
+        if isinstance(e, (sp.erf, sp.erfc)):  # erf(a) = integral of 2/sqrt(pi) exp(-a**2) a' (DLMF 7.2.1)
+            a = self.jet(e.args[0])
+            gauss = self.exp(self.scale(self.mul(a, a), K.convert(-1)))
+            s = self.integral_of(a, self.scale(gauss, K.from_sympy(_TWO_OVER_SQRT_PI)))
+            return s if isinstance(e, sp.erf) else self.add(self.const(K.one), self.scale(s, K.convert(-1)))
         if isinstance(e, sf.dd):
             return self.jet(e.args[0])
         if type(e) in sf.CUSTOM_FUNCTIONS.values():
             return self.jet(type(e)._elementary(*e.args))
         raise Unsupported(f"no series rule for {type(e).__name__}")
 
+
+# 2/sqrt(pi) as the exact value of its nearest double: the field is rational, and the coefficients
+# are rounded to floats in the end (each within an ulp or so of the exact series')
+_TWO_OVER_SQRT_PI = sp.Rational(float(2 / sp.sqrt(sp.pi)))
 
 # F(u) = integral of (1 + sign*u**2)**power: atan, atanh, asin, asinh (all vanish at 0)
 _INVERSE = {sp.atan: (1, -1), sp.atanh: (-1, -1), sp.asin: (-1, sp.Rational(-1, 2)),

@@ -21,6 +21,7 @@ from __future__ import annotations
 import sympy as sp
 
 from symgrad.ir.sympy_funcs import bd0, expm1, hypot, log1p
+from .rules_erf import ERF_RULES
 from .rules_exp import EXP_RULES, _log_domain_ratio
 from .rules_util import Rewrite, a, b, coeff_and_rest, constant_minus, x, y
 
@@ -130,33 +131,6 @@ def _complement_fraction(node):
 def _one_minus_cos(node):
     return constant_minus(node, {sp.cos: lambda k, u: 2 * k * sp.sin(u / 2) ** 2,
                                  sp.cosh: lambda k, u: -2 * k * sp.sinh(u / 2) ** 2})
-
-
-def _erf_complement(node):
-    """``k + c*erf(u)`` with ``c = -k`` or ``c = k`` -> ``k*erfc(u)`` or ``k*erfc(-u)``; ``k + c*erfc(u)``
-    with ``c = -k`` -> ``k*erf(u)``, with ``k = -2c`` -> ``-c*erfc(-u)`` (DLMF 7.2.2, erfc z = 1 - erf z;
-    7.4.1, erf(-z) = -erf z).  ``1 + erf(u)`` cancels for u << 0 (GELU written with erf is 0 at
-    x = -30, the truth -1.5e-196), ``1 - erfc(u)`` near u = 0 and ``2 - erfc(u)`` for u << 0."""
-    if not node.is_Add:
-        return []
-    k, rest = node.as_coeff_Add()
-    if k == 0:
-        return []
-    out = []
-    for t in sp.Add.make_args(rest):
-        c, r = coeff_and_rest(t)
-        if r.func is sp.erf and c in (k, -k):
-            out.append(node - t - k + k * (_erfc_neg(r.args[0]) if c == k else sp.erfc(r.args[0])))
-        elif r.func is sp.erfc and c == -k:
-            out.append(node - t - k + k * sp.erf(r.args[0]))
-        elif r.func is sp.erfc and k == -2 * c:
-            out.append(node - t - k - c * _erfc_neg(r.args[0]))
-    return out
-
-
-def _erfc_neg(u):
-    """``erfc(-u)`` as written: SymPy would turn it back into ``2 - erfc(u)``."""
-    return sp.erfc(-u, evaluate=False)
 
 
 def _log_diff(node):
@@ -718,8 +692,6 @@ RULES: list[Rewrite] = [
             "R + N/D cancels when N/D ~ -R (1 - softmax); (R*D + N)/D cancels the terms symbolically",
             "Goldberg 1991, sec. 1.4; Blanchard, Higham & Higham 2021, sec. 3",
             (1 - x / (x + 1), {x: 1e12}, "float64")),
-    Rewrite("erf_complement", _erf_complement, "1 + erf(u) and 2 - erfc(u) cancel for u << 0, 1 - erfc(u) near 0; "
-            "erfc(-u) and erf(u) do not", "DLMF 7.2.2, 7.4.1", (1 + sp.erf(x), {x: -6.0}, "float64")),
     Rewrite("one_minus_cos", _one_minus_cos, "1 - cos(u) cancels for small u; 2 sin(u/2)^2 does not",
             "Goldberg 1991, sec. 1.4; Higham 2002, sec. 1.8", ((1 - sp.cos(x)) / x**2, {x: 1e-5}, "float64")),
     Rewrite("log_difference", _log_diff,
@@ -791,4 +763,4 @@ RULES: list[Rewrite] = [
             "Goldberg 1991, sec. 1.4", (1 - y * sp.cos(x), {x: 1e-5, y: 1.0}, "float64")),
     Rewrite("difference_of_squares", _pow_diff, "a^2 - b^2 cancels; (a-b)(a+b) subtracts exact inputs",
             "Goldberg 1991, sec. 1.4 (Thm. 2)", (x**2 - y**2, {x: 1e15 + 1, y: 1e15}, "float64")),
-] + EXP_RULES
+] + EXP_RULES + ERF_RULES

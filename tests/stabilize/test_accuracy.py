@@ -41,3 +41,32 @@ def test_reference_power_of_a_negative_base_is_real():
     ref = reference_values(compile_mpmath(x**y, [x, y]), X, "float64")
     assert np.isnan(ref[0]) and np.isnan(ref[2])
     np.testing.assert_array_equal(ref[[1, 3, 4]], [-8.0, np.sqrt(2.0), 1 / 9])
+
+
+def test_reference_of_one_plus_erf_is_the_complement():
+    """1 + erf(u) is evaluated as erfc(-u) for the reference (DLMF 7.2.2): the same value without the
+    cancellation the precision loop fought (normal log-CDF at x = -40: -804.6, as 1 + erf it took
+    seven erf evaluations a point); erfc beyond 2**64 is 0 at once (it underflows every format)."""
+    import mpmath
+
+    x = sp.Symbol("x", real=True)
+    e = sp.log(sp.Float(0.5) * (1 + sp.erf(x / sp.sqrt(2))))
+    X = np.array([[-40.0], [-10.0], [0.5], [10.0]])
+    ref = reference_values(compile_mpmath(e, [x]), X, "float64")
+    with mpmath.workdps(50):
+        want = [float(mpmath.log(mpmath.ncdf(v))) for v in X[:, 0]]
+    np.testing.assert_array_equal(ref, want)
+    tail = reference_values(compile_mpmath(sp.erfc(x), [x]), np.array([[1e300], [30.0]]), "float64")
+    assert tail[0] == 0.0 and tail[1] == float(mpmath.erfc(30))
+
+
+def test_erfcx_mpmath_facet_far_in_the_tail():
+    """erfcx(x) for x > 2**20 by its asymptotic series (DLMF 7.12.1) agrees with exp(x**2) erfc(x)."""
+    import mpmath
+
+    from symgrad.ir.rules.special import _mp_erfcx
+
+    for v in (3e6, 1e20, 1e300):
+        with mpmath.workdps(40):
+            t = mpmath.mpf(v)
+            assert abs(_mp_erfcx(t) / (mpmath.exp(t * t) * mpmath.erfc(t)) - 1) < mpmath.mpf(10) ** -35
