@@ -112,8 +112,9 @@ def stabilize(expr: sp.Expr, variables: Sequence[sp.Symbol], *, domain: Mapping 
                samples=samples, widen=widen_float32)
     # the never-worse check's references first: every rewrite needs them, and a check the program's deadline
     # cut after the search lost the whole search (mish'' at the default budget, now and then)
-    checked = the_check_samples(expr, s.vars, domain, tuple(dtypes), check)
-    check = lambda: checked  # noqa: E731 - the same samples for every later step
+    if s.vars:  # (a constant has no points to check)
+        checked = the_check_samples(expr, s.vars, domain, tuple(dtypes), check)
+        check = lambda: checked  # noqa: E731 - the same samples for every later step
     paid = cpu_clock() - s.t0
     s.budget_s = paid + SEARCH_SHARE * max(budget_s - paid, 0.0)
     with deadline(s.t0 + s.budget_s):
