@@ -117,9 +117,10 @@ def test_series_cost_growth_is_fitted_from_three_orders():
 def test_no_sympy_expansion_at_infinity_that_cannot_exist_or_serve():
     """A series in 1/x at infinity is not attempted where it cannot exist (tanh of a cubic: SymPy
     has no asymptotic series of tanh and raised PoleError after 0.35 s) or where it cannot serve
-    (exp of a growing argument is beyond all orders: GELU''s sigmoid form took 0.38 s to fail,
+    (exp of an argument growing faster than linearly: GELU''s sigmoid form took 0.38 s to fail,
     which cost GELU' at -18 its whole search at the 1 s program budget).  Series that exist and
-    serve are still expanded: sqrt(x**2 + 1) - x ~ 1/(2x), atan(x + 1) - atan(x) ~ 1/x**2."""
+    serve are still expanded: sqrt(x**2 + 1) - x ~ 1/(2x), atan(x + 1) - atan(x) ~ 1/x**2, and
+    SymPy's expansions in exp(-x): log(1 + exp(x)) ~ x + exp(-x)."""
     from symgrad.stabilize import transforms as T
 
     c1, c3 = sp.Float(1.59576912160573), sp.Float(0.0713548162726002)
@@ -129,7 +130,8 @@ def test_no_sympy_expansion_at_infinity_that_cannot_exist_or_serve():
         with pytest.raises(sp.PoleError):
             T._series_at(f, x, sp.oo, 3)
     for f, lead in ((sp.sqrt(x**2 + 1) - x, 1 / (2 * x)), (sp.atan(x + 1) - sp.atan(x), 1 / x**2),
-                    (sp.log(1 + 1 / x), 1 / x), (x * sp.sin(1 / x), sp.Integer(1)), (1 - sp.erf(1 / x), sp.Integer(1))):
+                    (sp.log(1 + 1 / x), 1 / x), (x * sp.sin(1 / x), sp.Integer(1)), (1 - sp.erf(1 / x), sp.Integer(1)),
+                    (sp.log(1 + sp.exp(x)), x)):
         assert not T._no_expansion_at_infinity(f, x), f
         s = T._series_at(f, x, sp.oo, 3)
         assert abs(float((s / lead).subs(x, 1e6)) - 1) < 1e-5, (f, s)
