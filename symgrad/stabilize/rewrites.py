@@ -23,7 +23,7 @@ import sympy as sp
 from symgrad.ir.sympy_funcs import bd0, expm1, hypot, log1p
 from .rules_erf import ERF_RULES
 from .rules_exp import EXP_RULES, _log_domain_ratio
-from .rules_util import Rewrite, a, b, coeff_and_rest, constant_minus, x, y
+from .rules_util import Rewrite, a, b, coeff_and_rest, constant_minus, offset_terms, x, y
 
 __all__ = ["Rewrite", "RULES", "x", "y"]
 
@@ -58,17 +58,7 @@ def _log1p_shift(node):
 
 
 def _expm1(node):
-    if not node.is_Add:
-        return []
-    k, rest = node.as_coeff_Add()
-    if k == 0:
-        return []
-    out = []
-    for t in rest.args if rest.is_Add else (rest,):
-        c, r = coeff_and_rest(t)
-        if r.func is sp.exp and c == -k:
-            out.append(node - t - k + c * expm1(r.args[0]))
-    return out
+    return [node - t - k + c * expm1(r.args[0]) for k, t, c, r in offset_terms(node) if r.func is sp.exp and c == -k]
 
 
 def _conjugate(node):

@@ -17,7 +17,7 @@ import sympy as sp
 
 from symgrad.ir.rules.special import erfcx
 from symgrad.ir.sympy_funcs import log1p
-from .rules_util import Rewrite, coeff_and_rest, x
+from .rules_util import Rewrite, coeff_and_rest, offset_terms, x
 
 __all__ = ["ERF_RULES"]
 
@@ -32,14 +32,8 @@ def _erf_complement(node):
     with ``c = -k`` -> ``k*erf(u)``, with ``k = -2c`` -> ``-c*erfc(-u)`` (DLMF 7.2.2, 7.4.1).  ``1 + erf(u)``
     cancels for u << 0 (GELU written with erf is 0 at x = -30, the truth -1.5e-196), ``1 - erfc(u)``
     near u = 0 and ``2 - erfc(u)`` for u << 0."""
-    if not node.is_Add:
-        return []
-    k, rest = node.as_coeff_Add()
-    if k == 0:
-        return []
     out = []
-    for t in sp.Add.make_args(rest):
-        c, r = coeff_and_rest(t)
+    for k, t, c, r in offset_terms(node):
         if r.func is sp.erf and c in (k, -k):
             out.append(node - t - k + k * (_erfc_neg(r.args[0]) if c == k else sp.erfc(r.args[0])))
         elif r.func is sp.erfc and c == -k:

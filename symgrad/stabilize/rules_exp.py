@@ -17,7 +17,7 @@ import sympy as sp
 
 from symgrad.ir.sympy_funcs import expm1, logaddexp, sigmoid, softplus
 from symgrad.ir.sympy_funcs import log1p as sf_log1p
-from .rules_util import Rewrite, coeff_and_rest, constant_minus, exp_factor_pairs, exp_terms, x, y
+from .rules_util import Rewrite, coeff_and_rest, constant_minus, exp_factor_pairs, exp_terms, offset_terms, x, y
 
 __all__ = ["EXP_RULES", "lse"]
 
@@ -418,29 +418,16 @@ def _exp_over_expm1(node):
             if b.func is expm1 and n.is_Integer and n < 0 and b.args[0] == g.args[0]]
 
 
-def _offset_terms(node):
-    """``(k, t, c, r)`` for each term ``t = c*r`` of ``node = k + t + ...`` with a nonzero constant ``k``:
-    the shape of every ``k + c*f(u)`` cancellation rule below."""
-    if not node.is_Add:
-        return
-    k, rest = node.as_coeff_Add()
-    if k == 0:
-        return
-    for t in sp.Add.make_args(rest):
-        c, r = t.as_coeff_Mul()
-        yield k, t, c, r
-
-
 def _tanh_from_sigmoid(node):
     """k - 2k*sigmoid(u) -> -k*tanh(u/2): 1 - 2*sigmoid(u) cancels for small u, tanh(u/2) does not."""
     return [node - t - k - k * sp.tanh(r.args[0] / 2)
-            for k, t, c, r in _offset_terms(node) if c == -2 * k and r.func is sigmoid]
+            for k, t, c, r in offset_terms(node) if c == -2 * k and r.func is sigmoid]
 
 
 def _exp_from_expm1(node):
     """k + k*expm1(u) + rest -> k*exp(u) + rest: adding the 1 back rounds away exp(u) when it is tiny."""
     return [node - t - k + k * sp.exp(r.args[0])
-            for k, t, c, r in _offset_terms(node) if c == k and r.func is expm1]
+            for k, t, c, r in offset_terms(node) if c == k and r.func is expm1]
 
 
 def _tanh_from_sinh_cosh(node):
@@ -472,7 +459,7 @@ def _tanh_from_sinh_cosh(node):
 def _sigmoid_from_tanh(node):
     """k +- k*tanh(u) + rest -> 2k*sigmoid(+-2u) + rest: 1 + tanh(u) cancels for u << 0 (GELU)."""
     return [node - t - k + 2 * k * sigmoid(2 * r.args[0] * sp.sign(c * k))
-            for k, t, c, r in _offset_terms(node) if abs(c) == abs(k) and r.func is sp.tanh]
+            for k, t, c, r in offset_terms(node) if abs(c) == abs(k) and r.func is sp.tanh]
 
 
 def _log_cosh(node):

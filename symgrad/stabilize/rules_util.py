@@ -6,7 +6,7 @@ from typing import Callable
 
 import sympy as sp
 
-__all__ = ["Rewrite", "x", "y", "a", "b", "coeff_and_rest", "exp_terms"]
+__all__ = ["Rewrite", "x", "y", "a", "b", "coeff_and_rest", "exp_terms", "offset_terms"]
 
 @dataclass(frozen=True)
 class Rewrite:
@@ -92,3 +92,16 @@ def exp_factor_pairs(node: sp.Expr):
             for f in node.args:
                 b, e = f.as_base_exp()
                 yield g, f, b, e
+
+
+def offset_terms(node: sp.Expr):
+    """``(k, t, c, r)`` for each term ``t = c*r`` of ``node = k + t + ...`` with a nonzero constant ``k``:
+    the shape of every ``k + c*f(u)`` cancellation rule (expm1, sigmoid, tanh, erf/erfc complements)."""
+    if not node.is_Add:
+        return
+    k, rest = node.as_coeff_Add()
+    if k == 0:
+        return
+    for t in sp.Add.make_args(rest):
+        c, r = t.as_coeff_Mul()
+        yield k, t, c, r
