@@ -77,6 +77,7 @@ IR_ONLY = {
     "sigmoid": _sigmoid_mp,
     "softplus": lambda a: mpmath.log(1 + mpmath.exp(a)),
     "bd0": lambda a, b: a * mpmath.log(a / b) + b - a,  # Loader's deviance term
+    "erfcx_prime": lambda a: 2 * a * mpmath.exp(a * a) * mpmath.erfc(a) - 2 / mpmath.sqrt(mpmath.pi),  # erfcx'
 }
 
 # ops whose derivative is zero by definition, not the derivative of their value

@@ -67,6 +67,20 @@ def _erf(x):
     """The error function (NumPy has no erf ufunc; Numba supports math.erf)."""
     return math.erf(x)
 ''',
+    "_erfcx_prime": '''
+@numba.njit(cache=True, fastmath=False, error_model="numpy", nogil=True)
+def _erfcx_prime(x):
+    """d/dx erfcx(x) in float64 by symgrad.ir.numpy_funcs.erfcx_prime's algorithm: for x >= 1.25
+    -(2/sqrt(pi)) K/(x + K), K the tail of Laplace's continued fraction (DLMF 7.9.2) from
+    8 + 180/x**1.5 terms; below, 2x erfcx(x) - 2/sqrt(pi) as it reads."""
+    X = np.float64(x)
+    if not X >= 1.25:
+        return 2.0 * X * _sc_erfcx(X) - 1.1283791670955126
+    K = 0.0
+    for k in range(int(8.0 + 180.0 / X ** 1.5), 0, -1):
+        K = (0.5 * k) / (X + K)
+    return -1.1283791670955126 * K / (X + K)
+''',
     "_heaviside": '''
 @numba.njit(cache=True, fastmath=False, error_model="numpy")
 def _heaviside(x, h0):

@@ -16,7 +16,7 @@ import math
 
 import numpy as np
 
-__all__ = ["sigmoid", "softplus", "erf", "bd0"]
+__all__ = ["sigmoid", "softplus", "erf", "bd0", "erfcx_prime"]
 
 
 def _float(x) -> np.ndarray:
@@ -72,3 +72,36 @@ def bd0(a, b):
         far = np.where(A == 0, B, A * np.log(A / B) + B - A)
         out = np.where(near, s, far)
     return out.astype(dt)
+
+
+ERFCX_PRIME_CF_FROM = 1.25  # erfcx_prime: the continued fraction from here on, the formula as it reads below
+
+
+def erfcx_prime(x):
+    """d/dx erfcx(x) = 2x erfcx(x) - 2/sqrt(pi), without the cancellation of that formula for x >> 1.
+
+    For x >= 1.25 the two terms cancel to ``-1/(sqrt(pi) x**2)``; there the value is
+    ``-(2/sqrt(pi)) K/(x + K)`` with ``K`` the tail of Laplace's continued fraction
+    ``sqrt(pi) erfcx(x) = 1/(x + (1/2)/(x + 1/(x + (3/2)/(x + ...))))`` (DLMF 7.9.2), evaluated
+    backwards from ``8 + 180/x**1.5`` terms (within 1 ulp of 200-digit mpmath for x >= 1.25).  Below
+    1.25 the formula as it reads loses at most 2.4 bits (the cancellation factor 1/(1 - x sqrt(pi)
+    erfcx(x)) is 5.4 at 1.25).  Float64 inside, rounded once to x's dtype; the same algorithm as
+    the kernels' helper ``_erfcx_prime`` (:mod:`symgrad.emit.prelude`).
+    """
+    import scipy.special  # symgrad imports SciPy only where a SciPy function is used
+
+    x = _float(x)
+    X = x.astype(np.float64)
+    with np.errstate(all="ignore"):
+        direct = 2.0 * X * scipy.special.erfcx(X) - 2.0 / math.sqrt(math.pi)
+        far = X >= ERFCX_PRIME_CF_FROM
+        if not far.any():
+            return direct.astype(x.dtype)
+        t = np.where(far, X, 2.0)
+        n = np.where(far, np.floor(8.0 + 180.0 / t ** 1.5), 0.0)
+        K = np.zeros_like(t)
+        for k in range(int(n.max()), 0, -1):
+            K = np.where(k <= n, (0.5 * k) / (t + K), K)
+        cf = -(2.0 / math.sqrt(math.pi)) * K / (t + K)
+        out = np.where(far, cf, direct)
+    return out.astype(x.dtype)
