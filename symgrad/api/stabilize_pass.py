@@ -23,6 +23,7 @@ from ..ir.graph import Graph
 from ..ir.interpret import sympy_number
 from ..ir.ops import REGISTRY
 from ..ir.ddprogram import OP_NAME as DD_REGION
+from ..stabilize.constants import exact_constants
 from ..stabilize.budget import StabilizeBudgetExceeded, collector_paused, cpu_clock, hard_deadline
 from ..stabilize.search import _tree_size
 
@@ -187,7 +188,7 @@ def _region_expr(g: Graph, root: int):
         memo[nid] = out
         return out
 
-    expr = rec(root)
+    expr = exact_constants(rec(root))  # x/np.sqrt(2.0) in erf(...) as x*sqrt(2)/2 (see that function)
     return expr, leaves, size
 
 

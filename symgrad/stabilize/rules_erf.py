@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import sympy as sp
 
-from symgrad.ir.rules.special import erfcx
+from symgrad.ir.rules.special import erfcx, erfcx_prime
 from symgrad.ir.sympy_funcs import log1p
 from .rules_util import Rewrite, coeff_and_rest, offset_terms, x
 
@@ -46,7 +46,14 @@ def _erf_complement(node):
 def _erfc_scaled(node):
     """``exp(w) * erfc(u)**k * rest`` -> ``exp(w - k*u**2) * erfcx(u)**k * rest`` (erfc = exp(-u**2) erfcx,
     DLMF 7.2.3): ``exp(-u**2)/erfc(u)``, the derivative of log(erfc(u)) and of the normal log-CDF, is
-    0/0 for u > 26.5 and becomes ``1/erfcx(u)``; ``exp(u**2)*erfc(u)`` is inf*0 and becomes erfcx(u)."""
+    0/0 for u > 26.5 and becomes ``1/erfcx(u)``; ``exp(u**2)*erfc(u)`` is inf*0 and becomes erfcx(u).
+    On a sum, every term at once: the second derivative of the normal log-CDF has two such terms,
+    and scaling one leaves the other 0/0 at the same points (no step the search would keep)."""
+    if node.is_Add:
+        terms = [_erfc_scaled(t) if t.is_Mul else [] for t in node.args]
+        if sum(1 for c in terms if c) < 2:
+            return []
+        return [sp.Add(*[c[0] if c else t for t, c in zip(node.args, terms)])]
     if not node.is_Mul:
         return []
     out = []
@@ -81,6 +88,31 @@ def _log_erfc(node):
     return out
 
 
+def _erfcx_derivative(node):
+    """``A*u*erfcx(u) + rest`` (A a number) -> ``(A/2)*erfcx_prime(u) + A/sqrt(pi) + rest``: with the
+    constant ``-A/sqrt(pi)`` in ``rest`` the two cancel to 0 and what remains is erfcx's derivative
+    2u erfcx(u) - 2/sqrt(pi) ~ -1/(sqrt(pi) u**2), which the op erfcx_prime computes without
+    cancellation (DLMF 7.9.2).  The second derivative of the normal log-CDF written with erf,
+    ``-(x + phi/Phi) phi/Phi``, becomes ``(x erfcx(u) + sqrt(2/pi))/erfcx(u)**2`` with u = -x/sqrt(2),
+    whose numerator cancels for x << 0 (NaN at x = -40 in float64).  The constants must be exact for
+    the two to cancel: a program's floats are read as closed forms first (:mod:`.constants`)."""
+    if not node.is_Add:
+        return []
+    out = []
+    for t in node.args:
+        for e in t.atoms(erfcx):
+            u = e.args[0]
+            A = sp.cancel(t / (u * e))
+            if A.is_number and A != 0:
+                out.append(node - t + A / 2 * erfcx_prime(u) + A / sp.sqrt(sp.pi))
+    if not out and any(f.func is erfcx and k.is_negative for t in node.args
+                       for f, k in (g.as_base_exp() for g in sp.Mul.make_args(t))):
+        num, den = sp.fraction(sp.together(node))  # A u/erfcx(u) + B/erfcx(u)**2: over one denominator
+        if num.is_Add:
+            out += [c / den for c in _erfcx_derivative(sp.expand(num))]
+    return out
+
+
 ERF_RULES = [
     Rewrite("erf_complement", _erf_complement, "1 + erf(u) and 2 - erfc(u) cancel for u << 0, 1 - erfc(u) near 0; "
             "erfc(-u) and erf(u) do not", "DLMF 7.2.2, 7.4.1", (1 + sp.erf(x), {x: -6.0}, "float64")),
@@ -89,4 +121,7 @@ ERF_RULES = [
     Rewrite("log_erfc", _log_erfc, "erfc(u) underflows for u > 26.5 (log gives -inf) and rounds to 2 for u << 0; "
             "log(erfcx(u)) - u**2 and log1p(-erfc(-u)/2) do neither", "DLMF 7.2.3, 7.4.1",
             (sp.log(sp.erfc(x)), {x: 30.0}, "float64")),
+    Rewrite("erfcx_derivative", _erfcx_derivative, "2u erfcx(u) - 2/sqrt(pi) cancels to -1/(sqrt(pi) u**2) "
+            "for u >> 1; erfcx_prime(u) does not", "DLMF 7.9.2, 7.10.1",
+            (2 * x * erfcx(x) - 2 / sp.sqrt(sp.pi), {x: 1e4}, "float64")),
 ]
