@@ -35,7 +35,7 @@ RESERVED = frozenset(
     | {"np", "math", "numba", "base64", "importlib", "os", "sys", "GufuncSpec", "gufunc_call",
        "_decode", "_sigmoid", "_softplus", "_erf", "_bd0", "_gufunc_call", "_ext", "_load_kernels",
        "out", "self", "_acc", "_heaviside", "_polygamma", "_BERNOULLI_2K", "_scipy_special", "_llvm",
-       "_cython_address"}
+       "_cython_address", "_erfcx_prime"}
 )
 _GENERATED = re.compile(r"t\d+|c\d+|_.*")
 
