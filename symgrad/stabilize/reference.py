@@ -27,6 +27,7 @@ import mpmath
 import numpy as np
 import sympy as sp
 
+from symgrad.ir.mpmath_exp import exp_reduced
 from symgrad.ir.ops import sympy_functions, sympy_relations
 from symgrad.ir.sympy_funcs import dd
 
@@ -78,13 +79,7 @@ def _huge(v) -> bool:
 def _exp_raw(v):
     if _huge(v):
         return mpmath.inf if v > 0 else mpmath.mpf(0)
-    if v._mpf_[1] and v._mpf_[2] + v._mpf_[3] > 12:
-        mag = v._mpf_[2] + v._mpf_[3]
-        with mpmath.extraprec(mag + 16):
-            n = int(mpmath.floor(v / mpmath.ln2))
-            r = v - n * mpmath.ln2
-        return mpmath.ldexp(mpmath.exp(r), n)
-    return mpmath.exp(v)
+    return exp_reduced(v)
 
 
 def _sinh(v):

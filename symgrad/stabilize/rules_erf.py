@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import sympy as sp
 
-from symgrad.ir.rules.special import erfcx, erfcx_prime
+from symgrad.ir.rules.special import erfcx, erfcx_prime, log_ndtr, ndtr
 from symgrad.ir.sympy_funcs import log1p
 from .rules_util import Rewrite, coeff_and_rest, offset_terms, x
 
@@ -113,6 +113,37 @@ def _erfcx_derivative(node):
     return out
 
 
+def _erfcx_prime_definition(node):
+    """``erfcx_prime(u)`` -> ``2u erfcx(u) - 2/sqrt(pi)`` (DLMF 7.10.1 with 7.2.3), the other direction of
+    :func:`_erfcx_derivative`: for u << 0 both terms have one sign (no cancellation), and a quotient
+    ``erfcx_prime(u)/erfcx(u)**2``, which is inf/inf once erfcx(u) overflows (u < -26.6, log_ndtr'' for
+    x > 37.7), distributes into ``2u/erfcx(u) - 2/(sqrt(pi) erfcx(u)**2)``, two finite terms."""
+    if node.func is erfcx_prime:
+        u = node.args[0]
+        return [2 * u * erfcx(u) - 2 / sp.sqrt(sp.pi)]
+    if not node.is_Mul:
+        return []
+    out = []
+    for f in node.args:
+        if f.func is erfcx_prime:  # over the product's other factors: erfcx(u)*erfcx(u)**-2 is erfcx(u)**-1
+            u, rest = f.args[0], node / f
+            out.append(rest * 2 * u * erfcx(u) - rest * 2 / sp.sqrt(sp.pi))
+    return out
+
+
+def _ndtr_forms(node):
+    """``ndtr(u)`` -> ``erfc(-u/sqrt(2))/2`` (DLMF 7.18.2 with 7.2.2), where the erfc rules apply;
+    ``log(c*ndtr(u))`` -> ``log(c) + log_ndtr(u)``: ndtr underflows for u < -38.5 (log gives -inf; the
+    log-CDF at -40 is -804.6) and its derivative phi/Phi is 0/0 there."""
+    if node.func is ndtr:
+        return [_erfc_neg(node.args[0] / sp.sqrt(2)) / 2]
+    if node.func is sp.log:
+        c, r = coeff_and_rest(node.args[0])
+        if r.func is ndtr and c.is_Number and c > 0:
+            return [sp.log(c) + log_ndtr(r.args[0])]
+    return []
+
+
 ERF_RULES = [
     Rewrite("erf_complement", _erf_complement, "1 + erf(u) and 2 - erfc(u) cancel for u << 0, 1 - erfc(u) near 0; "
             "erfc(-u) and erf(u) do not", "DLMF 7.2.2, 7.4.1", (1 + sp.erf(x), {x: -6.0}, "float64")),
@@ -124,4 +155,10 @@ ERF_RULES = [
     Rewrite("erfcx_derivative", _erfcx_derivative, "2u erfcx(u) - 2/sqrt(pi) cancels to -1/(sqrt(pi) u**2) "
             "for u >> 1; erfcx_prime(u) does not", "DLMF 7.9.2, 7.10.1",
             (2 * x * erfcx(x) - 2 / sp.sqrt(sp.pi), {x: 1e4}, "float64")),
+    Rewrite("erfcx_prime_definition", _erfcx_prime_definition, "erfcx_prime(u)/erfcx(u)**2 is inf/inf for "
+            "u < -26.6; 2u/erfcx(u) - 2/(sqrt(pi) erfcx(u)**2) is not", "DLMF 7.2.3, 7.10.1",
+            (erfcx_prime(x) / erfcx(x) ** 2, {x: -30.0}, "float64")),
+    Rewrite("ndtr_forms", _ndtr_forms, "ndtr(u) underflows for u < -38.5: its log is -inf and phi/Phi 0/0; "
+            "log_ndtr(u) and the erfc forms are not", "DLMF 7.18.2, 7.2.2",
+            (sp.log(ndtr(x)), {x: -40.0}, "float64")),
 ]

@@ -128,3 +128,42 @@ def test_normal_log_cdf_second_derivative():
         got = sg.grad(sg.grad(f))(xs)
         bits = _bits(got, want)
         assert np.all(bits <= np.maximum(bound, np.log2(5) + 1e-9)), list(zip(xs, got, want, bits))
+
+
+def test_log_of_ndtr_and_the_reflected_log_ndtr():
+    """np.log(ndtr(x)) is -inf at x = -40 (ndtr underflows; the truth is -804.6) and its derivative
+    phi/Phi 0/0: the rule ndtr_forms gives log_ndtr(x) and the erfc forms.  log_ndtr(-x)'' at x = -40 was
+    erfcx_prime/erfcx**2 = inf/inf: the rule erfcx_prime_definition distributes it into two finite
+    terms (the truth there, -4e-349, rounds to 0).  Default budget; f, f' (and f'' of the reflected
+    log_ndtr) against mpmath within log2(3) + log2(1 + kappa) bits, and 4 ulps where kappa is near 0
+    (see the test above).  np.log(ndtr(x))'' is not held here: its search reaches the erfcx_prime form
+    within the work budget in some processes only (the order of SymPy's sets varies with the hash
+    seed), and otherwise keeps 40 ulps at x = -40."""
+    xs = np.array([-40.0, -10.0, -3.0, 0.7, 3.0, 10.0, 40.0])
+    gc.collect()
+    for f, mf, orders in ((lambda x: np.log(scipy.special.ndtr(x)), lambda t: mpmath.log(mpmath.ncdf(t)), 2),
+                          (lambda x: scipy.special.log_ndtr(-x), lambda t: mpmath.log(mpmath.ncdf(-t)), 3)):
+        for order, g in enumerate((sg.jit(f), sg.grad(f), sg.grad(sg.grad(f)))[:orders]):
+            got = g(xs)
+            with mpmath.workdps(60):
+                want = np.array([float(mpmath.diff(mf, mpmath.mpf(v), order)) for v in xs])
+            ok = want != 0
+            bits = _bits(got[ok], want[ok])
+            bound = np.maximum(_kappa_bits(mf, xs[ok], order), np.log2(5) + 1e-9)
+            assert np.all(bits <= bound), (order, list(zip(xs[ok], got[ok], want[ok], bits)))
+            assert np.all(np.abs(got[~ok]) < 1e-300), (order, got)
+
+
+def test_normal_cdf_references_in_the_tails():
+    """The mpmath facets the stabiliser's references use: log_ndtr for x > 0 as log1p(-Phi(-x)) (it was
+    log(Phi(x)), 0 at x = 18.7 where the truth is -1.9e-78), and Phi, log Phi below -2**20 through erfcx's
+    asymptotic series (mpmath's erfc of such arguments took 12 ms a point)."""
+    from symgrad.ir.rules.special import _mp_log_ndtr, _mp_ndtr
+
+    with mpmath.workprec(200):
+        x = mpmath.mpf(18.7)
+        assert abs(_mp_log_ndtr(x) / mpmath.log1p(-mpmath.ncdf(-x)) - 1) < mpmath.mpf(10) ** -50
+        for v in (-3e6, -1.5e6):
+            t = mpmath.mpf(v)
+            assert abs(_mp_ndtr(t) / mpmath.ncdf(t) - 1) < mpmath.mpf(10) ** -45
+            assert abs(_mp_log_ndtr(t) / mpmath.log(mpmath.ncdf(t)) - 1) < mpmath.mpf(10) ** -45

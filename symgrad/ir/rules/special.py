@@ -36,6 +36,7 @@ import numpy as np
 import sympy as sp
 
 from .. import numpy_funcs as npf
+from ..mpmath_exp import exp_reduced
 from ..ops import E
 from ..sympy_special import special_function
 from .elementwise import _POS, _REAL, _UNIT, _call
@@ -233,7 +234,8 @@ def _mp_erfcx(x):
 
 def _mp_erfcx_prime(x):
     """2x erfcx(x) - 2/sqrt(pi) at mpmath's working precision.  The two terms cancel to
-    -1/(sqrt(pi) x**2) for x >> 1: computed with 2 log2(x) + 10 guard bits, and beyond x = 2**20
+    -1/(sqrt(pi) x**2) for x >> 1: computed with 2 log2(x) + 10 guard bits there (for x << 0 they
+    do not cancel, and 2000 guard bits at x = -1e300 took 12 ms a point), and beyond x = 2**20
     by the asymptotic series x sqrt(pi) erfcx(x) - 1 = sum_{m>=1} (-1)**m (2m-1)!!/(2x**2)**m
     (DLMF 7.12.1)."""
     if x > 2**20:
@@ -243,7 +245,7 @@ def _mp_erfcx_prime(x):
             term *= -(2 * m - 1) / (2 * x * x)
             total += term
         return 2 * total / mpmath.sqrt(mpmath.pi)
-    guard = 2 * int(mpmath.log(abs(x), 2)) + 10 if abs(x) > 1 else 10
+    guard = 2 * int(mpmath.log(x, 2)) + 10 if x > 1 else 10  # x < 0: both terms negative, no cancellation
     with mpmath.extraprec(guard):
         r = 2 * x * _mp_erfcx(x) - 2 / mpmath.sqrt(mpmath.pi)
     return +r
@@ -266,13 +268,35 @@ _special("erfcx_prime", 1, npf.erfcx_prime, erfcx_prime,
               "error about 2 x^2 times erfcx's, 1e-13 at x = 6)",
          ref="Laplace's continued fraction for erfc, DLMF 7.9.2; derivative 2 erfcx + 2x erfcx' from 7.10.1")
 
-ndtr = special_function("ndtr", 1, mpmath.ncdf, lambda x: (sp.exp(-x**2 / 2) / sp.sqrt(2 * sp.pi),),
+def _mp_ndtr(x):
+    """Phi(x) at mpmath's working precision; below x = -2**20 as exp(-x**2/2) erfcx(-x/sqrt 2)/2 (DLMF
+    7.2.3, erfcx by its asymptotic series, exp by ln 2 reduction), where mpmath's erfc of the huge
+    argument took 12 ms a point."""
+    if x < -2**20:
+        return exp_reduced(-x * x / 2) * _mp_erfcx(-x / mpmath.sqrt(2)) / 2
+    return mpmath.ncdf(x)
+
+
+ndtr = special_function("ndtr", 1, _mp_ndtr, lambda x: (sp.exp(-x**2 / 2) / sp.sqrt(2 * sp.pi),),
                         "Standard normal CDF (1 + erf(x/sqrt 2))/2 (DLMF 7.18.2 with 7.2.1).")
 _special("ndtr", 1, _scipy("ndtr"), ndtr, lambda out, x: ((-0.5 * (x * x)).exp() / _SQRT_2PI,),
-         mpmath=mpmath.ncdf, ufuncs=("scipy.special.ndtr",), cython="ndtr",
+         mpmath=_mp_ndtr, ufuncs=("scipy.special.ndtr",), cython="ndtr",
          ref="ndtr' = exp(-x^2/2)/sqrt(2 pi) (DLMF 7.10.1, chain rule)")
 
-log_ndtr = special_function("log_ndtr", 1, lambda x: mpmath.log(mpmath.ncdf(x)),
+def _mp_log_ndtr(x):
+    """log Phi(x) at mpmath's working precision: for x > 0 as log1p(-Phi(-x)), since Phi(x) rounds to 1
+    at any fixed precision once Phi(-x) is below its last digit (log Phi(18.7) = -1.9e-78, not 0), and
+    -0 beyond x = 2**32, where |log Phi(x)| < 2**-(2**60); below x = -2**20 as -x**2/2 + log(erfcx(-x/sqrt 2)/2)."""
+    if x > 0:
+        if x > 2**32:
+            return -mpmath.mpf(0)
+        return mpmath.log1p(-_mp_ndtr(-x))
+    if x < -2**20:  # without forming Phi(x), a number of magnitude exp(-x**2/2)
+        return -x * x / 2 + mpmath.log(_mp_erfcx(-x / mpmath.sqrt(2)) / 2)
+    return mpmath.log(mpmath.ncdf(x))
+
+
+log_ndtr = special_function("log_ndtr", 1, _mp_log_ndtr,
                             lambda x: (sp.sqrt(2 / sp.pi) / erfcx(-x / sp.sqrt(2)),),
                             "log of the standard normal CDF, accurate for x << 0.")
 _special("log_ndtr", 1, _scipy("log_ndtr"), log_ndtr,
