@@ -3,17 +3,19 @@
 A user writes ``x / np.sqrt(2.0)`` or ``np.sqrt(2 / np.pi)``; the trace holds the floats
 0.7071067811865475 and 0.7978845608028654, and the derivative folds more (0.3989422804014327 for
 1/sqrt(2 pi), 0.6366197723675814 for 2/pi).  Identities that remove a cancellation need the exact
-constants: ``-sqrt(2/pi) x erfcx(-x/sqrt 2) - 2/pi`` is erfcx's derivative only if the constants
-are the ones of the formula, and with the floats the exact value of the region keeps a residual
-of 1e-17 that grows like x**2 (``exp(-x**2/2)/erfc(-x/sqrt 2)**2`` against ``exp(-c**2 x**2)`` with
-c the float) and dominates where the cancelled value is small.  A float within 4 ulps of
-``(p/q) K`` (q <= 1000, K one of the constants below; 4 ulps because a constant folded through a
-few float operations drifts: 0.5 * sqrt(2/pi) is 0.39894228040143254, 3 ulps off) is that closed
-form in the stabiliser's region expressions (the search, its references and its check all see the same function), when the
-region holds a function whose identities tie its constants together (:data:`TIED`); elsewhere the
-floats stay: with symbolic constants SymPy's rewrites cost more and the search takes other paths
-(GELU'' written with np.sqrt(2 / np.pi) ended at its work budget without the form it finds with
-the float).
+constants.  The second derivative of the normal log-CDF has the numerator
+``sqrt(2) x erfcx(u) + 2/sqrt(pi)`` (u = -x/sqrt 2), which is ``-erfcx'(u)``, a value near
+-1/(sqrt(pi) u**2), only if its constants are those; with the floats the exact value of the region
+keeps a residual of about 1e-17 that grows like x**2 and dominates where the cancelled value is
+small, and the erfc/erfcx rewrites leave factors ``exp(1e-17 x**2)``.
+
+A float within 4 ulps of ``(p/q) K`` (q <= 1000, K in :data:`BASIS`; 4 ulps because a constant
+folded through a few float operations drifts: 0.5 * sqrt(2/pi) is 0.39894228040143254, 3 ulps
+off) is that closed form in the stabiliser's region expressions (the search, its references and
+its check all see the same function), when the region holds a function whose identities tie its
+constants together (:data:`TIED`).  Elsewhere the floats stay: with symbolic constants SymPy's
+rewrites cost more and the search takes other paths (GELU'' written with np.sqrt(2 / np.pi) ended
+at its work budget without the form it finds with the float).
 """
 from __future__ import annotations
 
@@ -34,7 +36,7 @@ BASIS = (sp.Integer(1), _S2, sp.sqrt(3), _PI, _PI**2, sp.sqrt(_PI), sp.sqrt(2 * 
          1 / sp.sqrt(_PI), 1 / sp.sqrt(2 * _PI), sp.sqrt(2 / _PI), sp.E, sp.log(2), sp.log(10))
 _BASIS_F = tuple(float(k) for k in BASIS)
 MAX_DENOMINATOR = 1000
-ULPS = 4  # a constant folded through a few float operations (0.5 * sqrt(2/pi) as 0.39894228040143254) is 3 ulps off
+ULPS = 4  # a constant folded through a few float operations drifts (0.5 * sqrt(2/pi): 3 ulps)
 
 
 @lru_cache(maxsize=4096)
