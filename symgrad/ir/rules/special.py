@@ -217,34 +217,33 @@ _ew("erfc", 1, _scipy("erfc"), sp.erfc, lambda out, x: ((-2.0 / _SQRT_PI) * (-(x
     mpmath=mpmath.erfc, ufuncs=("scipy.special.erfc",), emit=_call("math.erfc"),
     ref="DLMF 7.2.2 and 7.10.1: erfc' = -2/sqrt(pi) exp(-x^2)")
 
+def _erfcx_series_tail(x):
+    """``x sqrt(pi) erfcx(x) - 1 = sum_{m>=1} (-1)**m (2m-1)!!/(2x**2)**m`` for x > 2**20 (DLMF 7.12.1,
+    terms falling by 1/(2x**2) < 2**-40 each), to mpmath's working precision relative to the sum."""
+    term, total, m = mpmath.mpf(1), mpmath.mpf(0), 0
+    while m == 0 or abs(term) > mpmath.eps * abs(total):
+        m += 1
+        term *= -(2 * m - 1) / (2 * x * x)
+        total += term
+    return total
+
+
 def _mp_erfcx(x):
     """exp(x**2) erfc(x) at mpmath's working precision.  For x > 2**20 by the asymptotic series
-    (DLMF 7.12.1, terms falling by 1/(2x**2) < 2**-40 each): exp(x**2) and erfc(x) there are
-    numbers of 10**600 digits' magnitude at x = 1e300, 13 ms for mpmath's erfc alone."""
+    (:func:`_erfcx_series_tail`): exp(x**2) and erfc(x) there are numbers of 10**600 digits'
+    magnitude at x = 1e300, 13 ms for mpmath's erfc alone."""
     if x > 2**20:
-        term = total = mpmath.mpf(1)
-        m, eps = 0, mpmath.eps
-        while abs(term) > eps:
-            m += 1
-            term *= -(2 * m - 1) / (2 * x * x)
-            total += term
-        return total / (x * mpmath.sqrt(mpmath.pi))
+        return (1 + _erfcx_series_tail(x)) / (x * mpmath.sqrt(mpmath.pi))
     return mpmath.exp(x * x) * mpmath.erfc(x)
 
 
 def _mp_erfcx_prime(x):
     """2x erfcx(x) - 2/sqrt(pi) at mpmath's working precision.  The two terms cancel to
     -1/(sqrt(pi) x**2) for x >> 1: computed with 2 log2(x) + 10 guard bits there (for x << 0 they
-    do not cancel, and 2000 guard bits at x = -1e300 took 12 ms a point), and beyond x = 2**20
-    by the asymptotic series x sqrt(pi) erfcx(x) - 1 = sum_{m>=1} (-1)**m (2m-1)!!/(2x**2)**m
-    (DLMF 7.12.1)."""
+    do not cancel, and 2000 guard bits at x = -1e300 took 12 ms a point), and beyond x = 2**20 as
+    (2/sqrt(pi)) (x sqrt(pi) erfcx(x) - 1), that difference summed directly (:func:`_erfcx_series_tail`)."""
     if x > 2**20:
-        term, total, m = mpmath.mpf(1), mpmath.mpf(0), 0
-        while m == 0 or abs(term) > mpmath.eps * abs(total):
-            m += 1
-            term *= -(2 * m - 1) / (2 * x * x)
-            total += term
-        return 2 * total / mpmath.sqrt(mpmath.pi)
+        return 2 * _erfcx_series_tail(x) / mpmath.sqrt(mpmath.pi)
     guard = 2 * int(mpmath.log(x, 2)) + 10 if x > 1 else 10  # x < 0: both terms negative, no cancellation
     with mpmath.extraprec(guard):
         r = 2 * x * _mp_erfcx(x) - 2 / mpmath.sqrt(mpmath.pi)
