@@ -133,8 +133,9 @@ def test_normal_log_cdf_second_derivative():
 def test_log_of_ndtr_and_the_reflected_log_ndtr():
     """np.log(ndtr(x)) is -inf at x = -40 (ndtr underflows; the truth is -804.6) and its derivative
     phi/Phi 0/0: the rule ndtr_forms gives log_ndtr(x) and the erfc forms.  log_ndtr(-x)'' at x = -40 was
-    erfcx_prime/erfcx**2 = inf/inf: the rule erfcx_prime_definition distributes it into two finite
-    terms (the truth there, -4e-349, rounds to 0).  Default budget; f, f' (and f'' of the reflected
+    erfcx_prime/erfcx**2 = inf/inf (the truth there, -4e-349, rounds to 0): log_ndtr's partial is now
+    phi/Phi itself for x > 0 (see the test below); before, it hung on the search finding the rule
+    erfcx_prime_definition, which CI's run did not within the budget.  Default budget; f, f' (and f'' of the reflected
     log_ndtr) against mpmath within log2(3) + log2(1 + kappa) bits, and 4 ulps where kappa is near 0
     (see the test above).  np.log(ndtr(x))'' is not held here: its search reaches the erfcx_prime form
     within the work budget in some processes only (the order of SymPy's sets varies with the hash
@@ -152,6 +153,32 @@ def test_log_of_ndtr_and_the_reflected_log_ndtr():
             bound = np.maximum(_kappa_bits(mf, xs[ok], order), np.log2(5) + 1e-9)
             assert np.all(bits <= bound), (order, list(zip(xs[ok], got[ok], want[ok], bits)))
             assert np.all(np.abs(got[~ok]) < 1e-300), (order, got)
+
+
+def test_log_ndtr_derivatives_as_derived():
+    """log_ndtr's partial, phi/Phi, in two branches: sqrt(2/pi)/erfcx(-x/sqrt 2) for x <= 0 (no 0/0 for
+    x << 0) and phi(x)/Phi(x) for x > 0, each at an argument clamped into its half-line.  With the erfcx
+    form alone, f'' was inf/inf = NaN beyond x = 37.7 (erfcx(-x/sqrt 2) overflows) and f''' 100 % off
+    from x = 36; with the two branches unclamped, f''' was NaN at x = -40 (the untaken branch's 0/0
+    times its zero cotangent).  stabilize=False, so this is the op table's rule, not a search result.
+    f' and f'' within 4 ulps (the search takes f'' at -40 to 1 ulp; the derived quotient of three
+    special-function values gets 3), 1e-8 relative where the value is subnormal (phi(38) already is);
+    f''' finite everywhere and within 1e-9 relative (2 erfcx + 2x erfcx_prime cancels for x << 0,
+    erfcx_prime's documented kink)."""
+    from symgrad.ir.rules.special import _mp_log_ndtr
+
+    xs = np.array([-40.0, -10.0, -3.0, -0.5, 0.5, 3.0, 10.0, 30.0, 36.0, 37.0, 38.0, 40.0])
+    g = scipy.special.log_ndtr
+    for order in (1, 2, 3):
+        g = sg.grad(g, stabilize=False)
+        got = g(xs)
+        with mpmath.workdps(50):
+            want = np.array([float(mpmath.diff(_mp_log_ndtr, mpmath.mpf(v), order)) for v in xs])
+        assert np.all(np.isfinite(got)), (order, got)
+        err = np.abs(got - want)
+        tol = 4 * np.spacing(np.abs(want)) if order < 3 else 1e-9 * np.abs(want)
+        tol = np.where(np.abs(want) < np.finfo(np.float64).tiny, 1e-8 * np.abs(want), tol)
+        assert np.all(err <= tol), (order, list(zip(xs, got, want)))
 
 
 def test_normal_cdf_references_in_the_tails():

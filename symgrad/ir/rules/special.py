@@ -295,13 +295,27 @@ def _mp_log_ndtr(x):
     return mpmath.log(mpmath.ncdf(x))
 
 
-log_ndtr = special_function("log_ndtr", 1, _mp_log_ndtr,
-                            lambda x: (sp.sqrt(2 / sp.pi) / erfcx(-x / sp.sqrt(2)),),
-                            "log of the standard normal CDF, accurate for x << 0.")
+def _log_ndtr_partial(x):
+    """phi(x)/Phi(x) in two branches (see log_ndtr's ref), each evaluated at an argument clamped into
+    its own half-line: in nested derivatives the untaken branch's partials are then finite, so its
+    zero cotangent stays 0 (0/0 there, phi/Phi at x = -40, would make every higher derivative NaN)."""
+    pos = x.gt(0.0)
+    xp, xn = pos.where(x, 1.0), pos.where(0.0, x)
+    return (pos.where((-0.5 * (xp * xp)).exp() / (_SQRT_2PI * xp.ndtr()),
+                      _SQRT_2_OVER_PI / (xn * (-1.0 / math.sqrt(2.0))).erfcx()),)
+
+
+log_ndtr = special_function(
+    "log_ndtr", 1, _mp_log_ndtr,
+    lambda x: (sp.Piecewise((sp.exp(-x**2 / 2) / (sp.sqrt(2 * sp.pi) * ndtr(x)), x > 0),
+                            (sp.sqrt(2 / sp.pi) / erfcx(-x / sp.sqrt(2)), True)),),
+    "log of the standard normal CDF, accurate for x << 0.")
 _special("log_ndtr", 1, _scipy("log_ndtr"), log_ndtr,
-         lambda out, x: (_SQRT_2_OVER_PI / (x * (-1.0 / math.sqrt(2.0))).erfcx(),),
+         lambda out, x: _log_ndtr_partial(x),
          mpmath=log_ndtr._mp, ufuncs=("scipy.special.log_ndtr",), cython="log_ndtr",
-         ref="phi(x)/ndtr(x) = sqrt(2/pi)/erfcx(-x/sqrt 2) (DLMF 7.2.3): no underflow for x << 0")
+         ref="phi(x)/ndtr(x) (DLMF 7.18.2), for x <= 0 as sqrt(2/pi)/erfcx(-x/sqrt 2) (DLMF 7.2.3): neither "
+             "underflows to 0/0 for x << 0, nor overflows to inf/inf in the next derivative for x >> 0 "
+             "(erfcx(-x/sqrt 2) overflows beyond x = 37.7)")
 
 ndtri = special_function("ndtri", 1, _mp_ndtri, lambda p: (sp.sqrt(2 * sp.pi) * sp.exp(ndtri(p)**2 / 2),),
                          "Inverse of the standard normal CDF.")
