@@ -23,6 +23,7 @@ from ..trace.pytree import TreeDef, tree_flatten, tree_unflatten
 from ..trace.tracer import TraceContext, Tracer, to_node
 from ..transforms import hessian_nodes, jacobian_nodes, vjp_nodes
 from .argnums import leaf_ranges, normalize_argnums
+from .primal_pass import primal_rewrites
 
 __all__ = ["call_traced", "NESTED"]
 
@@ -121,6 +122,10 @@ def call_traced(compiled, args):
     result = compiled.fn(*tree_unflatten(in_tree, [ctx.wrap(i) for i in ids]))
     out_leaves, out_tree = tree_flatten(result)
     outs = [to_node(ctx, o) for o in out_leaves]
+    if compiled.stabilize and compiled.kind != "jit":  # before the inner derivative is formed
+        new, _ = primal_rewrites(ctx.graph, outs)
+        if new != outs:
+            outs, result = new, tree_unflatten(out_tree, [ctx.wrap(o) for o in new])
     nums, single = normalize_argnums(compiled.argnums, len(args), compiled.name)
     ranges = leaf_ranges(in_tree)
     wrt = [ids[k] for k in compiled.transformation.wrt(len(ids), nums, ranges)]

@@ -27,7 +27,7 @@ from ..runtime.gufunc import gufunc_call
 from ..trace.trace import TracedProgram
 from ..transforms.higher import gradient_nodes
 from .build import build_kernel, kernel_header
-from .shift_pass import shift_reductions
+from .primal_pass import primal_rewrites
 from .stabilize_pass import budget_of, stabilize_kernel
 from .transformations import scalar_output
 
@@ -116,11 +116,11 @@ def build(program: TracedProgram, kind: str, wrt: list, *, stabilize: bool | flo
     """
     if copy:
         program = program.copy()
-    shifted = []
-    if stabilize:  # log-sum-exp/softmax across a reduction, before differentiation
-        program.outputs, shifted = shift_reductions(program.graph, program.outputs)
+    rewritten = []
+    if stabilize:  # log-sum-exp/softmax across a reduction, fused special functions: before differentiation
+        program.outputs, rewritten = primal_rewrites(program.graph, program.outputs)
     kernel = build_kernel(program, kind, wrt, parallel).kernel
-    return _stabilized(program, kind, wrt, kernel, kernel_header(program, kind) + shifted, stabilize)
+    return _stabilized(program, kind, wrt, kernel, kernel_header(program, kind) + rewritten, stabilize)
 
 
 def build_higher_order(program: TracedProgram, wrt: list, order: int, *, stabilize: bool | float = True) -> Build:
@@ -132,6 +132,9 @@ def build_higher_order(program: TracedProgram, wrt: list, order: int, *, stabili
       ValueError: a differentiated argument is not a scalar.
     """
     g = program.graph
+    rewritten = []
+    if stabilize:  # as in build
+        program.outputs, rewritten = primal_rewrites(g, program.outputs)
     out = scalar_output(program, f"order-{order} derivatives")
     if any(g.shape(program.inputs[k]) != () for k in wrt):
         raise ValueError(f"order-{order} derivatives need scalar arguments")
@@ -146,7 +149,8 @@ def build_higher_order(program: TracedProgram, wrt: list, order: int, *, stabili
             for combo in itertools.combinations_with_replacement(wrt, order)]
     ins = [KernelIO(n, i, g.shape(i)) for n, i in zip(program.arg_names, program.inputs)]
     kernel = KernelDef(f"{program.name}_d{order}", f"Order-{order} partial derivatives of {program.name}", ins, outs)
-    return _stabilized(program, f"d{order}", wrt, kernel, kernel_header(program, f"order-{order} partials"), stabilize)
+    return _stabilized(program, f"d{order}", wrt, kernel, kernel_header(program, f"order-{order} partials") + rewritten,
+                       stabilize)
 
 
 def build_outputs(program: TracedProgram, kind: str, wrt: list, outputs: Callable, *,
