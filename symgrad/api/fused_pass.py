@@ -23,7 +23,9 @@ The normal CDF written with erf or erfc is recognised on the SymPy form of the s
 elementwise region under the log (any arrangement of the halves and the scaling; the float
 ``1/np.sqrt(2.0)`` read as sqrt(2)/2, :func:`symgrad.stabilize.constants.exact_constants`).  That is
 how statistics code writes it, and its second derivative was the stabiliser's hardest search:
-NaN at x = -40 with some CPU budgets, 79 ulps with others.
+NaN at x = -40 with some CPU budgets, 79 ulps with others.  The stabiliser's rule ``ndtr_forms``
+(:mod:`symgrad.stabilize.rules_erf`) states the same identity on SymPy regions, for a log of ndtr
+that appears only after differentiation or in an expression given to :func:`symgrad.stabilize.stabilize`.
 """
 from __future__ import annotations
 

@@ -122,7 +122,9 @@ def call_traced(compiled, args):
     result = compiled.fn(*tree_unflatten(in_tree, [ctx.wrap(i) for i in ids]))
     out_leaves, out_tree = tree_flatten(result)
     outs = [to_node(ctx, o) for o in out_leaves]
-    if compiled.stabilize and compiled.kind != "jit":  # before the inner derivative is formed
+    # before the inner derivative is formed (a nested jit forms none: the outer build rewrites its graph);
+    # the header lines are dropped, the inner call has no kernel of its own to print them in
+    if compiled.stabilize and compiled.kind != "jit":
         new, _ = primal_rewrites(ctx.graph, outs)
         if new != outs:
             outs, result = new, tree_unflatten(out_tree, [ctx.wrap(o) for o in new])
