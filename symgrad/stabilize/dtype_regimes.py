@@ -16,6 +16,10 @@ ordinary points, :func:`~.accept.check_samples`, plus the search's own points) e
   points beyond 2 ulps), or
 * it overflows (NaN/inf where the reference is finite) at fewer points.
 
+Before that, each dtype moves the split's thresholds to where its own kernel needs them
+(:mod:`.thresholds`: the search fitted one threshold for both dtypes on a sample with few
+points where it matters), kept when the check sample and the never-worse check agree.
+
 Otherwise dtype ``d`` computes the best single form -- the unsplit form the search had before
 the split, or one of the split's exact pieces (series pieces are valid on their interval
 only) -- provided that form also passes the never-worse check (:func:`~.accept.verdict`) in
@@ -39,10 +43,12 @@ from .budget import StabilizeBudgetExceeded
 from .result import RewriteRecord
 from .regimes import TWO_ULPS
 from .search import MIN_REGIME_GAIN
+from .thresholds import refine_thresholds
 
-__all__ = ["decide_regimes", "RECORD_PREFIX"]
+__all__ = ["decide_regimes", "RECORD_PREFIX", "THRESHOLDS_PREFIX"]
 
 RECORD_PREFIX = "regime_not_in_"  # record name: regime_not_in_float64 / regime_not_in_float32
+THRESHOLDS_PREFIX = "regime_thresholds_"  # the split with this dtype's own thresholds (:mod:`.thresholds`)
 
 
 def _is_regime(orig: sp.Expr, form: sp.Expr) -> bool:
@@ -74,6 +80,23 @@ def _stats(bits: np.ndarray, dt: str) -> tuple[float, int, int, float]:
             int(np.count_nonzero(bits >= MAX_BITS[np.dtype(dt)])), float(bits.max()))
 
 
+def _moved(orig, form, widen, variables, domain, s: Sample):
+    """:func:`.thresholds.refine_thresholds` of ``form`` in ``s.dtype``, or None (also when the forms
+    cannot be evaluated at the built points: the search's thresholds then stand)."""
+    try:
+        return refine_thresholds(orig, form, widen, variables, domain, s)
+    except StabilizeBudgetExceeded:
+        raise
+    except Exception:  # noqa: BLE001 - an optional refinement
+        return None
+
+
+def _no_worse(moved, split) -> bool:
+    """Are the moved thresholds (:func:`_stats` tuple) no worse than the search's on the check sample:
+    no more overflows, no more points beyond 2 ulps, and a mean at most 0.01 bit higher?"""
+    return moved[2] <= split[2] and moved[1] <= split[1] and moved[0] <= split[0] + 0.01
+
+
 def _gains(split, single) -> bool:
     """Does the split measurably gain over ``single`` (both :func:`_stats` tuples) in one dtype?"""
     m_split, o_split, n_split, _ = split
@@ -100,10 +123,12 @@ def decide_regimes(orig: sp.Expr, form: sp.Expr, widen: bool, variables: Sequenc
 
     Returns:
         ``({dtype: form}, [RewriteRecord])``: the form of every dtype in ``dtypes`` (``form``
-        itself where the split gains) and one ``regime_not_in_<dtype>`` record per dtype that
-        computes a single form instead (bits: split before, single form after, on the check
-        sample of that dtype).  ``({}, [])`` when ``form`` is not a regime split or every dtype
-        keeps it; also when a form cannot be evaluated (the split is then kept as accepted).
+        itself, or ``form`` with that dtype's own thresholds, where the split gains), one
+        ``regime_thresholds_<dtype>`` record per dtype whose thresholds moved, and one
+        ``regime_not_in_<dtype>`` record per dtype that computes a single form instead (bits:
+        before and after, on the check sample of that dtype).  ``({}, [])`` when ``form`` is not a
+        regime split or every dtype keeps it unchanged; also when a form cannot be evaluated
+        (the split is then kept as accepted).
 
     Raises:
         StabilizeBudgetExceeded: the program's hard CPU deadline passed (the caller's budget).
@@ -111,8 +136,6 @@ def decide_regimes(orig: sp.Expr, form: sp.Expr, widen: bool, variables: Sequenc
     if not _is_regime(orig, form):
         return {}, []
     alts = _singles(form, single)
-    if not alts:
-        return {}, []
     try:
         samples = the_check_samples(orig, variables, domain, dtypes, check)
         if seen:
@@ -124,15 +147,26 @@ def decide_regimes(orig: sp.Expr, form: sp.Expr, widen: bool, variables: Sequenc
             forms[dt] = form
             if s is None or not len(s.X):
                 continue
-            here = _stats(kernel_bits(form, widen, variables, s), dt)
+            split, here = form, _stats(kernel_bits(form, widen, variables, s), dt)
+            moved = _moved(orig, form, widen, variables, domain, s)
+            if moved is not None:  # this dtype's own thresholds (float32's exp overflows at 88.7, float64's at 709.8)
+                there = _stats(kernel_bits(moved, widen, variables, s), dt)
+                if _no_worse(there, here) and verdict(orig, moved, widen, variables, {dt: s}).ok:
+                    records.append(RewriteRecord(f"{THRESHOLDS_PREFIX}{dt}", form, moved,
+                                                 {dt: (here[0], here[3], there[0], there[3])},
+                                                 " ; ".join(str(p.cond) for p in moved.args[:-1]), form, moved))
+                    split, here = moved, there
+                    forms[dt] = moved
+            if not alts:
+                continue
             scored = sorted(((_stats(kernel_bits(a, widen, variables, s), dt), k) for k, a in enumerate(alts)),
                             key=lambda t: (t[0][2], t[0][1], t[0][0], t[1]))
             st, k = scored[0]  # the best single form: the split stays unless it fails to gain over it
             if _gains(here, st) or not verdict(orig, alts[k], widen, variables, {dt: s}).ok:
                 continue
             forms[dt] = alts[k]
-            records.append(RewriteRecord(f"{RECORD_PREFIX}{dt}", form, alts[k],
-                                         {dt: (here[0], here[3], st[0], st[3])}, None, form, alts[k]))
+            records.append(RewriteRecord(f"{RECORD_PREFIX}{dt}", split, alts[k],
+                                         {dt: (here[0], here[3], st[0], st[3])}, None, split, alts[k]))
     except StabilizeBudgetExceeded:
         raise
     except Exception:  # noqa: BLE001 - a form the evaluators cannot handle: the split stays as accepted
