@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import sympy as sp
 
+from symgrad.ir.rules.special import cbrt
 from symgrad.ir.sympy_funcs import bd0, expm1, hypot, log1p
 from .rules_erf import ERF_RULES
 from .rules_exp import EXP_RULES, _log_domain_ratio
@@ -506,16 +507,31 @@ def _geometric(k, u, v):
 
 
 def _pow_pair(t):
-    """``(c, P, A, p)`` with ``t == c*P*A**p``, p a non-integer rational other than +-1/2, one per such factor."""
+    """``(c, P, A, p, root)`` with ``t == c*P*A**p``, p a non-integer rational other than +-1/2, one per such
+    factor; ``root`` is :func:`_real_root` for a power of ``cbrt(A)`` (``np.cbrt``: ``p`` in thirds), else
+    :func:`_principal_root`."""
     c, r = coeff_and_rest(t)
     out = []
     for f in sp.Mul.make_args(r):
         A, p = f.as_base_exp()
+        root = _principal_root
+        if isinstance(A, cbrt) and p.is_Integer:  # cbrt(A)**k = A**(k/3), for every real A
+            A, p, root = A.args[0], sp.Rational(p, 3), _real_root
         # +-1/2 is the square root of the conjugate rule (_conjugate): not offered twice
         if p.is_Rational and not p.is_Integer and abs(p) != sp.S.Half and abs(p.p) <= 8 and p.q <= 8 \
                 and not A.is_Number:
-            out.append((c, _without_factor(r, f), A, p))
+            out.append((c, _without_factor(r, f), A, p, root))
     return out
+
+
+def _principal_root(A, k, n):
+    """``A**(k/n)`` (SymPy's principal power: NaN in real arithmetic for A < 0)."""
+    return A ** sp.Rational(k, n)
+
+
+def _real_root(A, k, n):
+    """``cbrt(A)**k`` (``n == 3``): the real cube root, odd, defined for every real A."""
+    return cbrt(A) ** k
 
 
 def _without_factor(r, f):
@@ -534,45 +550,49 @@ def _power_difference(node):
     power at a time.  A second form divides S_m and S_n by their leading powers
     (ratio r = v/u <= 1 terms: no intermediate overflows where A**q would).  The square-root
     case is :func:`_conjugate`; this one serves cube roots, x**(-3/2) and the like
-    ((x + 1)**(1/3) - x**(1/3), the derivative of 1/sqrt(x) - 1/sqrt(x + 1)).
+    ((x + 1)**(1/3) - x**(1/3), the derivative of 1/sqrt(x) - 1/sqrt(x + 1)), and powers of
+    ``np.cbrt`` the same way with its real roots (``np.cbrt(x + 1) - np.cbrt(x)`` and its
+    derivative ``1/(3 cbrt(x + 1)**2) - 1/(3 cbrt(x)**2)``, for negative arguments too).
     """
     if not node.is_Add or len(node.args) < 2:
         return []
     terms = [(pp, t) for t in node.args for pp in _pow_pair(t)]
     out = []
-    for i, ((c1, P1, A, p1), t1) in enumerate(terms):
-        for (c2, P2, B, p2), t2 in terms[i + 1:]:
-            if t1 is t2 or c1 != -c2 or p1 != p2 or P1 != P2 or A == B:
+    for i, ((c1, P1, A, p1, root), t1) in enumerate(terms):
+        for (c2, P2, B, p2, root2), t2 in terms[i + 1:]:
+            if t1 is t2 or c1 != -c2 or p1 != p2 or P1 != P2 or A == B or root is not root2:
                 continue
             D = sp.expand(A - B)
             if len(sp.Add.make_args(D)) >= len(sp.Add.make_args(sp.expand(A))) + len(sp.Add.make_args(sp.expand(B))):
                 continue  # A - B does not simplify: nothing is gained by forming it exactly
             rest, coef = node - t1 - t2, c1 * P1
-            for form in _power_difference_forms(A, B, D, p1):
+            for form in _power_difference_forms(A, B, D, p1, root):
                 term = form if coef == 1 else sp.Mul(coef, form, evaluate=False)  # the divisions stay nested
                 out.append(term if rest == 0 else sp.Add(rest, term, evaluate=False))
     return out
 
 
-def _power_difference_forms(A, B, D, p):
-    """``A**p - B**p`` as (A - B)*S_m/S_n (see :func:`_power_difference`), plain and ratio-scaled."""
+def _power_difference_forms(A, B, D, p, root=_principal_root):
+    """``A**p - B**p`` as (A - B)*S_m/S_n (see :func:`_power_difference`), plain and ratio-scaled;
+    ``root(A, k, n)`` is ``A**(k/n)`` (:func:`_principal_root` or :func:`_real_root`)."""
     q = abs(p)
     m, n = int(q.p), int(q.q)
-    u, v = A ** sp.Rational(1, n), B ** sp.Rational(1, n)
+    u, v = root(A, 1, n), root(B, 1, n)
     r = v / u
     forms = []
     if p > 0:
         forms.append(D * _geometric(m, u, v) / _geometric(n, u, v))
         # S_m/S_n = u**(m-n) * T_m(r)/T_n(r), T_k(r) = S_k(1, r)
-        forms.append(D * A ** sp.Rational(m - n, n) * _geometric(m, 1, r) / _geometric(n, 1, r))
+        forms.append(D * root(A, m - n, n) * _geometric(m, 1, r) / _geometric(n, 1, r))
     else:
         # A**-q - B**-q = -(A**q - B**q)/(A**q*B**q): divide by one power at a time (no A**q*B**q)
         plain = -D * _geometric(m, u, v) / _geometric(n, u, v)
-        acc = sp.Mul(sp.Mul(plain, sp.Pow(A ** q, -1), evaluate=False), sp.Pow(B ** q, -1), evaluate=False)
+        acc = sp.Mul(sp.Mul(plain, sp.Pow(root(A, m, n), -1), evaluate=False), sp.Pow(root(B, m, n), -1),
+                     evaluate=False)
         forms.append(acc)
         # u**(m-n)/A**q = 1/A: -(A - B)*T_m(r)/T_n(r)/A/B**q
         scaled = sp.Mul(sp.Mul(-D * _geometric(m, 1, r) / _geometric(n, 1, r), sp.Pow(A, -1), evaluate=False),
-                        sp.Pow(B ** q, -1), evaluate=False)
+                        sp.Pow(root(B, m, n), -1), evaluate=False)
         forms.append(scaled)
     return forms
 
