@@ -16,12 +16,14 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import operator
 import struct
 from dataclasses import dataclass, field
+from fractions import Fraction
 
 import numpy as np
 
-__all__ = ["Node", "Graph"]
+__all__ = ["Node", "Graph", "simple_rational"]
 
 _F64 = struct.Struct("=d")  # a float64's bytes in native order, as ndarray.tobytes() gives them
 FOLD_MAX_SIZE = 256  # larger constant results stay as ops, so generated files stay small
@@ -64,6 +66,38 @@ def _all_constant(arg_nodes) -> bool:
         if n.op != "const" and n.op != "bconst":
             return False
     return True
+
+
+_EXACT_FOLD = {"add": operator.add, "sub": operator.sub, "mul": operator.mul, "div": operator.truediv,
+               "neg": operator.neg}
+SIMPLE_DENOMINATOR = 1000  # the rationals a float constant is read as (here and in interpret.sympy_number)
+
+
+def simple_rational(v: float | None) -> Fraction | None:
+    """``v`` as the rational p/q (q <= 1000) it is the correctly rounded value of, else None."""
+    if v is None or not np.isfinite(v):
+        return None
+    frac = Fraction(v).limit_denominator(SIMPLE_DENOMINATOR)
+    return frac if float(frac) == v else None
+
+
+def _rational_fold(op: str, values: list) -> float | None:
+    """``op`` of scalar constants that are simple rationals, in exact arithmetic rounded once, or None.
+
+    Derivatives fold constants of the user's formula: the partial of ``x ** (1/3)`` is
+    ``(1/3) * x ** (1/3 - 1)``, and ``0.3333333333333333 - 1.0`` in float arithmetic is
+    -0.6666666666666667, one ulp from -2/3: its SymPy reading stays a Float and the power rules
+    (the factored difference of powers) do not see the exponent -2/3.  Folded exactly, it is the
+    float nearest -2/3, read back as -2/3.  Only in derivative mode: the user's own forward code
+    keeps NumPy's float arithmetic.
+    """
+    fn = _EXACT_FOLD.get(op)
+    if fn is None:
+        return None
+    fracs = [simple_rational(v) for v in values]
+    if any(f is None for f in fracs) or (op == "div" and fracs[1] == 0):
+        return None
+    return float(fn(*fracs))
 
 
 @dataclass
@@ -176,8 +210,9 @@ class Graph:
         if (args and opdef.numpy is not None and _all_constant(arg_nodes)
                 and (int(np.prod(shape)) <= FOLD_MAX_SIZE
                      or all(self.scalar_value(a) is not None for a in args if self.nodes[a].op == "const"))):
+            exact = _rational_fold(op, [self.scalar_value(a) for a in args]) if self.ad_mode else None
             with np.errstate(all="ignore"):
-                val = opdef.numpy(*[self.consts[a] for a in args], *params)
+                val = opdef.numpy(*[self.consts[a] for a in args], *params) if exact is None else exact
             val = np.broadcast_to(np.asarray(val), shape)
             return self.bool_const(val) if kind == "b" else self.const(val)
         if opdef.commutative and len(args) == 2:  # constants first, then by id (one canonical form)

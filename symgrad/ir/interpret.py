@@ -7,12 +7,10 @@ and the expressions the stabiliser rewrites.
 """
 from __future__ import annotations
 
-from fractions import Fraction
-
 import numpy as np
 import sympy as sp
 
-from .graph import Graph
+from .graph import Graph, simple_rational
 from .ops import REGISTRY
 
 
@@ -22,8 +20,8 @@ def sympy_number(v: float) -> sp.Expr:
         return sp.nan
     if np.isinf(v):
         return sp.oo if v > 0 else -sp.oo
-    frac = Fraction(v).limit_denominator(1000)
-    if float(frac) == v:
+    frac = simple_rational(v)
+    if frac is not None:
         return sp.Rational(frac.numerator, frac.denominator)
     return sp.Float(v)
 
