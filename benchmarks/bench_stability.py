@@ -8,7 +8,7 @@ and for ``jax.grad`` of it (each partial), in x64 for float64 and in float32 for
 a JAX user gets from the naive formula (XLA's own exp/log/tanh included).  The suite: the
 original 42 expressions, the textbook cancellation problems of Hamming's chapter 3
 (as collected by Herbie/FPBench), machine-learning activations and losses, and physics
-and statistics formulas (103 expressions).  The summary also counts the cases that are
+and statistics formulas (104 expressions).  The summary also counts the cases that are
 worse than the naive formula on a fresh sample (issue 16's never-worse criterion).
 Writes ``benchmarks/results/stability.md``.
 
@@ -29,6 +29,7 @@ import numpy as np
 import sympy as sp
 
 sys.path.insert(0, os.path.abspath(os.path.join(os.path.dirname(__file__), "..")))
+from symgrad.ir.rules.special import cbrt  # noqa: E402
 from symgrad.stabilize import DEFAULT_WORK, stabilize  # noqa: E402
 from symgrad.stabilize.accept import _lost  # noqa: E402
 from symgrad.stabilize.accuracy import make_sample, point_bits, ulp_bits  # noqa: E402
@@ -88,6 +89,7 @@ SUITE = [
     ("2cos", sp.cos(x + t) - sp.cos(x), [x, t], {x: (-1e4, 1e4), t: (-1e-2, 1e-2)}),
     ("2tan", sp.tan(x + t) - sp.tan(x), [x, t], {x: (-1.5, 1.5), t: (-1e-3, 1e-3)}),
     ("2cbrt", (x + 1) ** sp.Rational(1, 3) - x ** sp.Rational(1, 3), [x], {x: (1.0, 1e300)}),
+    ("2cbrt np.cbrt", cbrt(x + 1) - cbrt(x), [x], {x: (-1e300, 1e300)}),  # as NumPy users write it (real roots)
     ("2nthrt n=5", (x + 1) ** sp.Rational(1, 5) - x ** sp.Rational(1, 5), [x], {x: (1.0, 1e300)}),
     ("2isqrt", 1 / sp.sqrt(x) - 1 / sp.sqrt(x + 1), [x], {x: (1.0, 1e300)}),
     ("2log", sp.log(x + 1) - sp.log(x), [x], {x: (1.0, 1e300)}),
@@ -171,7 +173,8 @@ def jax_values(jax, f, vs, part, X, dt):
     """JAX's values at the rows of ``X``: ``jax.jit`` of the formula as written (part ``f``) or
     of ``jax.grad`` of it (part ``d/dv``), vectorised with ``jax.vmap``, in ``dt`` arithmetic
     (float64 with x64 enabled; float32 inputs keep float32, Python constants are weakly typed)."""
-    special = {"erf": jax.scipy.special.erf, "erfc": jax.scipy.special.erfc}  # lambdify's "jax" lacks them
+    special = {"erf": jax.scipy.special.erf, "erfc": jax.scipy.special.erfc,  # lambdify's "jax" lacks them
+               "cbrt": jax.numpy.cbrt}
     fn = sp.lambdify(vs, f, modules=[special, "jax"])
     if part != "f":
         fn = jax.grad(fn, argnums=[str(v) for v in vs].index(part[3:]))
