@@ -71,6 +71,16 @@ def from_sympy(g: Graph, expr, leaves: dict) -> int:
                 return g.apply("div", g.const(1.0), rec(sp.Pow(base, -ex)))
             if base == sp.E:
                 return g.apply("exp", rec(ex))
+            if ex.is_Rational and ex.q == 3:
+                # A**(k/3) as cbrt(A)**k: pow(A, 0.3333333333333333) is the power of 1/3 rounded, off by
+                # ln(A) * 1.9e-17 relative (60 ulps at A = 1e300); NaN for A < 0 as NumPy's power
+                # (the real cube root there is np.cbrt's, not this power's).  Mirrored by
+                # symgrad.stabilize.numeric, which scores forms as this code computes them.
+                a = rec(base)
+                root = g.apply("cbrt", a)
+                if abs(ex.p) != 1:
+                    root = g.apply("pow", root, g.const(float(abs(ex.p))))
+                return g.apply("where", g.apply("lt", a, g.const(0.0)), g.const(float("nan")), root)
             return g.apply("pow", rec(base), rec(ex))
         if isinstance(e, sp.Piecewise):
             (val, cond), rest = e.args[0], e.args[1:]

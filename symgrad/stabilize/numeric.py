@@ -239,6 +239,14 @@ def _compile_pow(base, ex, pos, t):
     if ex.is_Integer:
         n = int(ex)
         return lambda env: b(env) ** n
+    if ex.is_Rational and ex.q == 3:  # as emitted (symgrad.ir.from_sympy): cbrt(A)**k, NaN for A < 0
+        k, nan = int(ex.p), t(np.nan)
+
+        def thirds(env):
+            v = b(env)
+            with np.errstate(invalid="ignore"):
+                return np.where(v < 0, nan, np.cbrt(v) ** k)
+        return thirds
     if base == sp.E:
         e = _compile(ex, pos, t)
         return lambda env: np.exp(e(env))
