@@ -164,8 +164,8 @@ def _grid(lo: float, hi: float, n: int) -> np.ndarray:
 class _Refiner:
     """Scores two neighbouring pieces at built points of one dtype (references paid once per point)."""
 
-    def __init__(self, orig, form, widen, variables, domain, sample: Sample, key):
-        self.orig, self.widen, self.vars, self.s = orig, widen, list(variables), sample
+    def __init__(self, orig, widen, variables, domain, sample: Sample, key):
+        self.widen, self.vars, self.s = widen, list(variables), sample
         self.dt = np.dtype(sample.dtype)
         self.build = _builder(key, variables)
         self.key_fn = compile_numpy(key, variables, np.float64)
@@ -275,7 +275,7 @@ def refine_thresholds(orig: sp.Expr, form: sp.Expr, widen: bool, variables: Sequ
     key, ts = split
     if _builder(key, variables) is None:
         return None
-    r = _Refiner(orig, form, widen, variables, domain, sample, key)
+    r = _Refiner(orig, widen, variables, domain, sample, key)
     sk = r.sample_keys[np.isfinite(r.sample_keys)]
     if not len(sk):
         return None
