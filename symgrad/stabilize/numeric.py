@@ -36,6 +36,7 @@ np_sigmoid = npf.sigmoid
 
 # SymPy class -> float evaluator in the target dtype: each op's ``numeric`` facet (symgrad.ir.ops)
 _FUNCS = {cls: op.numeric for cls, op in sympy_functions().items()}
+_CBRT = next(cls for cls, op in sympy_functions().items() if op.name == "cbrt")
 _REL = {cls: op.numeric for cls, op in sympy_relations().items()}
 
 
@@ -240,12 +241,12 @@ def _compile_pow(base, ex, pos, t):
         n = int(ex)
         return lambda env: b(env) ** n
     if ex.is_Rational and ex.q == 3:  # as emitted (symgrad.ir.from_sympy): cbrt(A)**k, NaN for A < 0
-        k, nan = int(ex.p), t(np.nan)
+        k, nan, cbrt = int(ex.p), t(np.nan), _FUNCS[_CBRT]  # the cbrt op's own routine, as kernels call it
 
         def thirds(env):
             v = b(env)
             with np.errstate(invalid="ignore"):
-                return np.where(v < 0, nan, np.cbrt(v) ** k)
+                return np.where(v < 0, nan, cbrt(v) ** k)
         return thirds
     if base == sp.E:
         e = _compile(ex, pos, t)
