@@ -23,7 +23,7 @@ from .accuracy import ulp_bits
 from .numeric import compile_numpy
 from .reference import compile_mpmath, reference_values
 
-__all__ = ["best_split", "covering_series", "shortest_between"]
+__all__ = ["best_split", "covering_series", "grid_between", "shortest_between"]
 
 
 def shortest_between(lo: float, hi: float) -> float:
@@ -58,6 +58,20 @@ def _bisect(a, b, lo, hi, row, j, orig, variables):
 REFINE_POINTS = 48
 
 
+def grid_between(lo: float, hi: float, n: int) -> np.ndarray:
+    """``n`` levels strictly inside (lo, hi): geometric when the interval keeps one sign and spans
+    more than a factor 4 (e.g. (0.1, 30) covered per binade), linear otherwise."""
+    with np.errstate(all="ignore"):  # (geomspace up to 1.8e308 overflows in its last step)
+        if np.sign(lo) == np.sign(hi) != 0 and max(abs(lo), abs(hi)) > 4 * min(abs(lo), abs(hi)):
+            g = np.sign(hi) * np.geomspace(abs(lo), abs(hi), n + 2)
+        elif np.isfinite(hi - lo):
+            g = np.linspace(lo, hi, n + 2)
+        else:  # (-1e308, 1e308): in halves, whose difference is finite
+            g = np.linspace(lo / 2, hi / 2, n + 2) * 2
+    g = np.sort(g)[1:-1]
+    return np.unique(g[(g > lo) & (g < hi)])
+
+
 def _refine(a, b, lo, hi, orig, variables):
     """Narrow the A|B bracket (lo, hi] with a dense grid: sample neighbours can be far apart.
 
@@ -68,12 +82,7 @@ def _refine(a, b, lo, hi, orig, variables):
     """
     if not (np.isfinite(lo) and np.isfinite(hi)) or not lo < hi:
         return lo, hi
-    if np.sign(lo) == np.sign(hi) != 0 and max(abs(lo), abs(hi)) > 4 * min(abs(lo), abs(hi)):
-        g = np.sign(hi) * np.geomspace(abs(lo), abs(hi), REFINE_POINTS + 2)
-        g = np.sort(g)[1:-1]
-    else:
-        g = np.linspace(lo, hi, REFINE_POINTS + 2)[1:-1]
-    g = np.unique(g[(g > lo) & (g < hi)])
+    g = grid_between(lo, hi, REFINE_POINTS)
     if not len(g):
         return lo, hi
     X = g[:, None].astype(np.float64)

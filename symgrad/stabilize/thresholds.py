@@ -40,7 +40,7 @@ from .accept import kernel_bits
 from .accuracy import Sample
 from .numeric import compile_numpy
 from .reference import compile_mpmath, reference_values
-from .regimes import TWO_ULPS, shortest_between
+from .regimes import TWO_ULPS, grid_between, shortest_between
 from .sampling import domain_bounds
 
 __all__ = ["refine_thresholds"]
@@ -142,22 +142,10 @@ def _spread(X: np.ndarray, keys: np.ndarray) -> np.ndarray:
 
 
 def _levels(lo: float, hi: float, n: int) -> np.ndarray:
-    """The first grid: :func:`_grid` over (lo, hi) and the moderate magnitudes :data:`MODERATE_LEVELS`
-    (of both signs) inside it: a bracket such as (0.14, 1.8e308) has its thresholds where
+    """The first grid: :func:`~.regimes.grid_between` over (lo, hi) and the moderate magnitudes
+    :data:`MODERATE_LEVELS` (of both signs) inside it: a bracket such as (0.14, 1.8e308) has its thresholds where
     ``exp`` overflows (709.78 in float64, 88.72 in float32), not spread over 308 decades."""
-    g = np.concatenate([_grid(lo, hi, n), MODERATE_LEVELS, -MODERATE_LEVELS])
-    return np.unique(g[(g > lo) & (g < hi)])
-
-
-def _grid(lo: float, hi: float, n: int) -> np.ndarray:
-    """``n`` levels strictly inside (lo, hi): geometric when the interval keeps one sign and spans
-    more than a factor 4, linear otherwise."""
-    with np.errstate(all="ignore"):  # (geomspace up to 1.8e308 overflows in its last step)
-        if np.sign(lo) == np.sign(hi) != 0 and max(abs(lo), abs(hi)) > 4 * min(abs(lo), abs(hi)):
-            g = np.sign(hi) * np.geomspace(abs(lo), abs(hi), n + 2)
-        else:
-            g = np.linspace(lo / 2, hi / 2, n + 2) * 2
-    g = np.sort(g)[1:-1]
+    g = np.concatenate([grid_between(lo, hi, n), MODERATE_LEVELS, -MODERATE_LEVELS])
     return np.unique(g[(g > lo) & (g < hi)])
 
 
@@ -291,7 +279,7 @@ def refine_thresholds(orig: sp.Expr, form: sp.Expr, widen: bool, variables: Sequ
             continue
         lo2, hi2, evidence = lo, hi, []
         for p in range(PASSES):  # zoom in on the cut
-            levels = _levels(lo2, hi2, LEVELS) if p == 0 else _grid(lo2, hi2, LEVELS // 2)
+            levels = _levels(lo2, hi2, LEVELS) if p == 0 else grid_between(lo2, hi2, LEVELS // 2)
             bracket = r.cut(a, b, lo2, hi2, t0, levels, evidence)
             if bracket == (lo2, hi2) or not bracket[0] < bracket[1]:
                 break

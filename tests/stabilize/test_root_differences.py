@@ -124,7 +124,9 @@ def test_derivative_constants_fold_exactly_and_forward_constants_as_numpy():
         tenth = g.const(np.float64(0.1))
         assert g.scalar_value(g.apply("mul", tenth, g.const(np.float64(3.0)))) == 0.3  # 0.1 * 3 is 0.30000000000000004
         e = g.const(np.float64(np.e))
-        assert g.scalar_value(g.apply("mul", e, one)) == np.e  # not a simple rational: float arithmetic
+        assert g.scalar_value(g.apply("mul", e, g.const(np.float64(3.0)))) == np.e * 3.0  # not a simple
+        # rational: float arithmetic
+        assert g.scalar_value(g.apply("sub", g.const(np.float64(0.3)), tenth)) == 0.2  # 0.3 - 0.1: 0.19999999999999998
 
 
 def test_kernels_compute_the_cube_root_the_stabiliser_scores():
