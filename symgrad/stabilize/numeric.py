@@ -23,6 +23,7 @@ import sympy as sp
 
 from symgrad.ir import numpy_funcs as npf
 from symgrad.ir.ddprogram import from_sympy_region, run_many
+from symgrad.ir.from_sympy import rational_power_residue
 from symgrad.ir.ops import sympy_functions, sympy_relations
 from symgrad.ir.sympy_funcs import dd
 
@@ -251,6 +252,15 @@ def _compile_pow(base, ex, pos, t):
     if base == sp.E:
         e = _compile(ex, pos, t)
         return lambda env: np.exp(e(env))
+    if ex.is_Rational and (delta := rational_power_residue(ex)):  # as emitted: pow(A, p) (1 + (k/n - p) ln A)
+        p, d, inf = t(float(ex)), t(delta), t(np.inf)
+
+        def fractional(env):
+            v = b(env)
+            with np.errstate(all="ignore"):
+                r = np.power(v, p)
+                return np.where((v > 0) & (v < inf), r + r * (d * np.log(v)), r)
+        return fractional
     e = _compile(ex, pos, t)
     return lambda env: np.power(b(env), e(env))
 
