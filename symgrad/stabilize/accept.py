@@ -13,6 +13,12 @@ in the same dtype.  The chosen form passes when
 * at every point where the original is within 1 ulp, it is within 2 ulps, or within
   the conditioning bound there (see :func:`_lost`).
 
+A form that passes only through that excuse (some point where the original is within 1 ulp
+and the form is beyond 2 ulps, within the conditioning bound) is split with the original when
+a split passes without the excuse: the formula as written then serves the interval where it
+is within 1 ulp (softsign' at x = 1.01: 0 ulps as written, 3 as searched), the searched form
+the rest.  Otherwise it stands.
+
 A form that fails is repaired: if it is a regime split, a piece that fails is
 replaced by the original formula or by another piece (whichever loses fewest
 points, then has the lowest error, on that piece's points); otherwise, or if that
@@ -133,9 +139,13 @@ def the_check_samples(orig, variables, domain, dtypes, check: Callable[[], dict]
 
 @dataclass(frozen=True)
 class Verdict:
-    """Outcome of the check for one form: ``ok`` and, per dtype, (mean orig, mean chosen, lost points)."""
+    """Outcome of the check for one form: ``ok`` and, per dtype, (mean orig, mean chosen, lost points).
+
+    ``strict``: ``ok`` without the conditioning excuse of :func:`_lost` (every point where the
+    original is within 1 ulp has the form within 2 ulps)."""
     ok: bool
     detail: dict
+    strict: bool = False
 
     @property
     def mean_ok(self) -> bool:
@@ -193,7 +203,7 @@ _COND: dict = {}  # (orig, point) -> log2(1 + condition number): repairs ask for
 
 def verdict(orig, chosen, widen, variables, samples: dict) -> Verdict:
     """Compare ``chosen`` (as the kernel computes it) with ``orig`` in each dtype of ``samples``."""
-    detail, ok = {}, True
+    detail, ok, strict = {}, True, True
     for dt, s in samples.items():
         ob = kernel_bits(orig, False, variables, s)
         cb = kernel_bits(chosen, widen, variables, s)
@@ -202,7 +212,8 @@ def verdict(orig, chosen, widen, variables, samples: dict) -> Verdict:
         lost = int(np.count_nonzero(_lost(orig, variables, s, ob, cb)))
         detail[dt] = (float(ob.mean()), float(cb.mean()), lost)
         ok = ok and lost == 0 and cb.mean() <= ob.mean() + MEAN_SLACK
-    return Verdict(ok, detail)
+        strict = strict and ok and not _fails(ob, cb).any()
+    return Verdict(ok, detail, ok and strict)
 
 
 def _overflows(orig, chosen, widen, variables, samples: dict) -> tuple[int, int]:
@@ -284,6 +295,18 @@ def split_with_original(orig, chosen, widen, variables, samples: dict):
     return None if out is None else out[0]
 
 
+def _strictly(orig, chosen, widen, variables, samples: dict):
+    """``chosen`` passes only through the conditioning excuse: a regime split between it and
+    the formula as written that passes without the excuse, as ``accept`` returns it, or None."""
+    split = split_with_original(orig, chosen, widen, variables, samples)
+    if split is None:
+        return None
+    v = verdict(orig, split, widen, variables, samples)
+    if not v.strict:
+        return None
+    return split, widen, "never_worse: formula as written kept where it is within 1 ulp", {}
+
+
 def accept(orig: sp.Expr, chosen: sp.Expr, widen: bool, variables: Sequence[sp.Symbol],
            domain: Mapping | None, dtypes: Sequence[str], seen: dict | None = None, single=None,
            check: Callable[[], dict] | None = None, may_widen: bool = False):
@@ -311,6 +334,10 @@ def accept(orig: sp.Expr, chosen: sp.Expr, widen: bool, variables: Sequence[sp.S
     v = verdict(orig, chosen, widen, variables, samples)
     fixed = repair_regimes(orig, chosen, widen, variables, samples, single)
     if fixed is None and v.ok:
+        if not v.strict:
+            exact = _strictly(orig, chosen, widen, variables, samples)
+            if exact is not None:
+                return exact
         return chosen, widen, None, {}
     forms = [(chosen, v)]
     if fixed is not None:

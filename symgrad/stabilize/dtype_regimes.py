@@ -20,6 +20,9 @@ Before that, each dtype moves the split's thresholds to where its own kernel nee
 (:mod:`.thresholds`: the search fitted one threshold for both dtypes on a sample with few
 points where it matters), kept when the check sample and the never-worse check agree.
 
+Nor does a split give way to a single form that passes the never-worse check only through its
+conditioning excuse (:attr:`~.accept.Verdict.strict`) when the split passes without it.
+
 Otherwise dtype ``d`` computes the best single form -- the unsplit form the search had before
 the split, or one of the split's exact pieces (series pieces are valid on their interval
 only) -- provided that form also passes the never-worse check (:func:`~.accept.verdict`) in
@@ -151,7 +154,9 @@ def decide_regimes(orig: sp.Expr, form: sp.Expr, widen: bool, variables: Sequenc
             moved = _moved(orig, form, widen, variables, domain, s)
             if moved is not None:  # this dtype's own thresholds (float32's exp overflows at 88.7, float64's at 709.8)
                 there = _stats(kernel_bits(moved, widen, variables, s), dt)
-                if _no_worse(there, here) and verdict(orig, moved, widen, variables, {dt: s}).ok:
+                v = verdict(orig, moved, widen, variables, {dt: s})
+                if _no_worse(there, here) and v.ok and (v.strict or not verdict(orig, form, widen, variables,
+                                                                                {dt: s}).strict):
                     records.append(RewriteRecord(f"{THRESHOLDS_PREFIX}{dt}", form, moved,
                                                  {dt: (here[0], here[3], there[0], there[3])},
                                                  " ; ".join(str(p.cond) for p in moved.args[:-1]), form, moved))
@@ -162,8 +167,11 @@ def decide_regimes(orig: sp.Expr, form: sp.Expr, widen: bool, variables: Sequenc
             scored = sorted(((_stats(kernel_bits(a, widen, variables, s), dt), k) for k, a in enumerate(alts)),
                             key=lambda t: (t[0][2], t[0][1], t[0][0], t[1]))
             st, k = scored[0]  # the best single form: the split stays unless it fails to gain over it
-            if _gains(here, st) or not verdict(orig, alts[k], widen, variables, {dt: s}).ok:
+            if _gains(here, st):
                 continue
+            one = verdict(orig, alts[k], widen, variables, {dt: s})
+            if not one.ok or (not one.strict and verdict(orig, split, widen, variables, {dt: s}).strict):
+                continue  # the split keeps the points where the formula as written is within 1 ulp
             forms[dt] = alts[k]
             records.append(RewriteRecord(f"{RECORD_PREFIX}{dt}", split, alts[k],
                                          {dt: (here[0], here[3], st[0], st[3])}, None, split, alts[k]))

@@ -14,7 +14,7 @@ import sympy as sp
 import symgrad as sg
 from symgrad.stabilize import stabilize
 from symgrad.ir.sympy_funcs import log1p
-from symgrad.stabilize.accuracy import ulp_bits
+from symgrad.stabilize.accuracy import Sample, ulp_bits
 
 accept = importlib.import_module("symgrad.stabilize.accept")  # the package re-exports a function of that name
 
@@ -168,3 +168,28 @@ def test_each_dtype_is_accepted_on_its_own():
     assert all(v.ok for v in both.values())
     # nothing passes anywhere: no per-dtype answer
     assert accept.per_dtype(sp.exp(x), sp.exp(x) * (1 + 1e-3), False, [x], s) is None
+
+
+def test_formula_as_written_kept_where_it_is_within_one_ulp():
+    """softsign': the searched ``1/(|x| + 1)/(|x| + 1)`` passes the check only through the
+    conditioning excuse (3 ulps at x = 1.01, where the derivative as written rounds exactly and
+    kappa = 1): the formula as written now serves the interval where it is within 1 ulp, and the
+    searched form the tails, where the written one cancels (10 bits at |x| = 1e3)."""
+    g = sg.grad(lambda v: v / (1 + np.abs(v)))
+    pts = np.array([1.01, 0.3, 0.99, 1e3, -1e3, 1e8, 40.0])
+    ref = [_mp(lambda t: 1 / (1 + abs(t)) ** 2, p) for p in pts]
+    _assert_2ulps(g(pts), ref, "softsign'")
+    # the split is fitted on the check sample, which has no point like -1.01: 3 ulps there, within
+    # log2(3) + log2(1 + kappa) bits (kappa = 2|x|/(1 + |x|) = 1)
+    _assert_2ulps(g(np.array([-1.01])), [_mp(lambda t: 1 / (1 + abs(t)) ** 2, -1.01)], "softsign'(-1.01)",
+                  limit=np.log2(3) + 1 + 1e-9)
+    chosen = sp.Mul(1 / (sp.Abs(x) + 1), 1 / (sp.Abs(x) + 1), evaluate=False)
+    orig = sp.diff(x / (1 + sp.Abs(x)), x)
+    at = np.array([[1.01]])  # the search's own sample holds a point like this one
+    seen = {dt: Sample(np.dtype(dt), at.astype(dt), np.array([_mp(lambda t: 1 / (1 + t) ** 2, 1.01)], dtype=dt))
+            for dt in DTS}
+    v = accept.verdict(orig, chosen, False, [x], seen)
+    assert v.detail["float64"][2] == 0 and not v.strict  # 3 ulps at 1.01, within the excuse alone
+    form = accept.accept(orig, chosen, False, [x], None, DTS, seen)[0]
+    assert isinstance(form, sp.Piecewise) and orig in [p.expr for p in form.args]
+    assert accept.verdict(orig, form, False, [x], seen).strict
