@@ -41,7 +41,7 @@ from .numeric import compile_numpy
 from .result import RewriteRecord, StabilizeResult
 from .search import DEFAULT_WORK, Search
 from .transforms import deadline
-from .widen import NAME, TWO_ULPS, stress_sample, widen_record, widened_record
+from .widen import NAME, TWO_ULPS, loses_where_written_does_not, stress_sample, widen_record, widened_record
 
 __all__ = ["stabilize", "needs_search", "StabilizeResult", "RewriteRecord", "bits_of_error_report", "DEFAULT_WORK"]
 
@@ -170,6 +170,14 @@ def stabilize(expr: sp.Expr, variables: Sequence[sp.Symbol], *, domain: Mapping 
             records.append(rec)
             wide = True
             summary["float32"] = summary["float32"][:2] + rec.bits["float32"][2:]
+    if widen_float32 and not wide and "float32" in s.samples and others.get("float32", form) != expr \
+            and cpu_clock() - t0 < budget_s:  # beyond 2 ulps where the formula as written is within 1 ulp
+        rec = optional("float32 widening", lambda: _widen_never_worse(expr, others.get("float32", form), s, domain,
+                                                                      check))
+        if rec is not None:
+            records.append(rec)
+            wide = True
+            summary["float32"] = summary["float32"][:2] + rec.bits["float32"][2:]
     if form != expr and not own and cpu_clock() - t0 < budget_s:
         form, others, records = optional("per-dtype regimes", lambda: _regimes_per_dtype(
             expr, form, wide, records, summary, s, domain, dtypes, single, check)) or (form, others, records)
@@ -212,6 +220,22 @@ def _widen_after_check(expr, form32, s, domain, check=None):
     checked = {dt: Sample(c.dtype, np.concatenate([c.X, seen.X]), np.concatenate([c.ref, seen.ref]))
                for dt, c in checked.items()}
     return rec if verdict(expr, form32, True, s.vars, checked).ok else None
+
+
+def _widen_never_worse(expr, form32, s, domain, check=None):
+    """The float32 widening record of ``form32`` when its float32 arithmetic loses more than 2 ulps
+    at a point where the formula as written is within 1 ulp (:func:`.widen.loses_where_written_does_not`,
+    a dense probe: such points are too rare for the search's sample), and the widened kernel passes
+    the check in float32; else None."""
+    if not loses_where_written_does_not(form32, expr, s.vars, domain):
+        return None
+    sc = s.score(form32, ())
+    if sc is None:
+        return None
+    checked = the_check_samples(expr, s.vars, domain, ("float32",), check)
+    if not verdict(expr, form32, True, s.vars, checked).ok:
+        return None
+    return widened_record(form32, s.vars, s.samples["float32"], sc.bits["float32"])
 
 
 def _regimes_per_dtype(expr, form, wide, records, summary, s, domain, dtypes, single, check=None):

@@ -60,6 +60,7 @@ from .result import evaluate_result
 __all__ = ["check_points", "check_samples", "the_check_samples", "verdict", "accept", "Verdict", "MEAN_SLACK"]
 
 MEAN_SLACK = 0.5  # bits of mean error the chosen form may lose against the original
+MIN_SERVED = 0.05  # share of the check's points the formula as written serves in a split made for strictness
 ONE_ULP = 1.0 + 1e-9
 TWO_ULPS = float(np.log2(3.0)) + 1e-9
 SEED = 27182
@@ -301,6 +302,11 @@ def _strictly(orig, chosen, widen, variables, samples: dict):
     split = split_with_original(orig, chosen, widen, variables, samples)
     if split is None:
         return None
+    served = sum(int(np.count_nonzero(np.isin(_piece_index(split, variables, s.X),
+                                              [k for k, p in enumerate(split.args) if p.expr == orig])))
+                 for s in samples.values())
+    if served < MIN_SERVED * sum(len(s.X) for s in samples.values()):
+        return None  # a sliver fitted to a point or two (d2/dx2 lse: x in [-710, -709.3)), not an interval
     v = verdict(orig, split, widen, variables, samples)
     if not v.strict:
         return None

@@ -21,8 +21,8 @@ import sympy as sp
 from .accuracy import Sample, ulp_bits
 from .numeric import compile_numpy
 from .reference import compile_mpmath, reference_values
-from .sampling import from_ordinal, ordinal
-from .result import RewriteRecord
+from .sampling import from_ordinal, ordinal, sample_points
+from .result import RewriteRecord, evaluate_result
 
 TWO_ULPS = float(np.log2(3.0))
 NAME = "float32_in_float64"
@@ -100,6 +100,38 @@ def widen_record(expr: sp.Expr, variables: Sequence[sp.Symbol], sample: Sample,
     if wide.max() >= bits32.max() or wide.mean() > bits32.mean() + 1e-9:
         return None
     return _record(expr, bits32, wide)
+
+
+N_DENSE = 4096  # float32 points of the never-worse probe (:func:`loses_where_written_does_not`)
+DENSE_SEED = 31415
+
+
+def loses_where_written_does_not(expr: sp.Expr, original: sp.Expr, variables: Sequence[sp.Symbol],
+                                 domain=None, n: int = N_DENSE) -> bool:
+    """Does the float32 kernel of ``expr`` lose more than 2 ulps at some point where the formula as
+    written (``original`` in float32) is within 1 ulp?  Issue 16's never-worse criterion, probed
+    on ``n`` float32 points (:func:`~.sampling.sample_points`, seeded) without mpmath.
+
+    The reference is ``expr`` computed in float64 and rounded once, which is what the widened
+    kernel returns: where the float64 form is accurate (its error far below half a float32 ulp)
+    it is the correctly rounded value but for double rounding.  So the probe costs three numpy
+    evaluations, and sees the rare points a 256-point sample misses: the derivative of
+    Michaelis-Menten ``x/(m + x)`` in float32, ``(m/(m + x))/(m + x)``, is 3 ulps off at
+    (1.01, 0.9999), where the derivative as written rounds exactly.
+    """
+    rng = np.random.default_rng(DENSE_SEED)
+    X = sample_points(variables, domain, np.float32, n, rng)
+    with np.errstate(all="ignore"):
+        ref = evaluate_result(expr, True, variables, X, np.float32)
+        ok = np.isfinite(ref)
+        if not ok.any():
+            return False
+        X, ref = X[ok], ref[ok]
+        b32 = ulp_bits(evaluate_result(expr, False, variables, X, np.float32), ref)
+        if b32.max() <= TWO_ULPS + 1e-9:
+            return False
+        written = ulp_bits(compile_numpy(original, variables, np.float32)(X), ref)
+    return bool(np.any((written <= 1.0 + 1e-9) & (b32 > TWO_ULPS + 1e-9)))
 
 
 def widened_record(expr: sp.Expr, variables: Sequence[sp.Symbol], sample: Sample, bits32: np.ndarray) -> RewriteRecord:

@@ -193,3 +193,30 @@ def test_formula_as_written_kept_where_it_is_within_one_ulp():
     form = accept.accept(orig, chosen, False, [x], None, DTS, seen)[0]
     assert isinstance(form, sp.Piecewise) and orig in [p.expr for p in form.args]
     assert accept.verdict(orig, form, False, [x], seen).strict
+
+
+def test_float32_widened_where_its_arithmetic_loses_points_the_written_formula_keeps():
+    """d/dx of Michaelis-Menten ``x/(m + x)``: the searched ``(m/(m + x))/(m + x)`` is accurate in
+    float64 and 3 ulps off in float32 arithmetic at (1.01, 0.9999), where the derivative as
+    written rounds exactly; such points are too rare for the search's sample.  A dense probe
+    (:func:`~symgrad.stabilize.widen.loses_where_written_does_not`) finds them, and the float32
+    kernel computes in float64."""
+    from symgrad.stabilize.widen import loses_where_written_does_not
+
+    m = sp.Symbol("m", real=True)
+    orig = sp.diff(x / (m + x), x)
+    form = sp.Mul(m / (m + x), 1 / (m + x), evaluate=False)
+    assert loses_where_written_does_not(form, orig, [x, m], {x: (0.0, 1e300), m: (1e-300, 1e300)})
+    assert not loses_where_written_does_not(orig, orig, [x, m])
+    dom = {x: (0.0, 1e300), m: (1e-300, 1e300)}
+    res = stabilize(orig, [x, m], domain=dom)
+    assert res.widen_float32
+    X = np.array([[1.01, 0.9999], [0.5, 2.0], [3.0, 0.1], [1e-3, 1.0], [40.0, 3.0], [1e6, 1e-4]], dtype=np.float32)
+    with mpmath.workdps(50):
+        ref = [np.float32(float(mpmath.mpf(float(k)) / (mpmath.mpf(float(k)) + mpmath.mpf(float(v))) ** 2))
+               for v, k in X]
+    got = res.evaluate([x, m], X, "float32")
+    assert np.all(ulp_bits(got, np.array(ref, dtype=np.float32)) <= 1.0), got
+    # the API's program pass widens it too (its sample has a float32 point beyond 2 ulps)
+    g = sg.grad(lambda v, k: v / (k + v))
+    assert np.all(ulp_bits(g(X[:, 0], X[:, 1]), np.array(ref, dtype=np.float32)) <= 1.0)
