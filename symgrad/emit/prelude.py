@@ -23,6 +23,8 @@ import os
 import re
 from pathlib import Path
 
+from ..ir.numpy_funcs import ERFCX_PRIME_TAYLOR
+
 
 HELPERS = {
     "_sigmoid": '''
@@ -68,12 +70,25 @@ def _erf(x):
     return math.erf(x)
 ''',
     "_erfcx_prime": '''
+# Taylor coefficients of erfcx' about 0.125 + 0.25 k (row k), lowest order first: the recurrence of
+# symgrad.ir.numpy_funcs.erfcx_prime_taylor in 50-digit mpmath
+_ERFCX_PRIME_TAYLOR = np.array(<ERFCX_PRIME_TAYLOR>)
+
+
 @numba.njit(cache=True, fastmath=False, error_model="numpy", nogil=True)
 def _erfcx_prime(x):
     """d/dx erfcx(x) in float64 by symgrad.ir.numpy_funcs.erfcx_prime's algorithm: for x >= 1.25
     -(2/sqrt(pi)) K/(x + K), K the tail of Laplace's continued fraction (DLMF 7.9.2) from
-    8 + 180/x**1.5 terms; below, 2x erfcx(x) - 2/sqrt(pi) as it reads."""
+    8 + 180/x**1.5 terms; on [0, 1.25) the Taylor series of erfcx' about the nearest of 0.125,
+    0.375, ..., 1.125 (_ERFCX_PRIME_TAYLOR, by Horner's rule); below 0, 2x erfcx(x) - 2/sqrt(pi)."""
     X = np.float64(x)
+    if X >= 0.0 and X < 1.25:
+        k = min(int(X / 0.25), 4)
+        h = X - (0.25 * k + 0.125)
+        acc = 0.0
+        for n in range(_ERFCX_PRIME_TAYLOR.shape[1] - 1, -1, -1):
+            acc = acc * h + _ERFCX_PRIME_TAYLOR[k, n]
+        return acc
     if not X >= 1.25:
         return 2.0 * X * _sc_erfcx(X) - 1.1283791670955126
     K = 0.0
@@ -123,6 +138,18 @@ def _polygamma(n, x):
     return acc + sign * s
 ''',
 }
+
+
+def _table(rows, per_line: int = 5) -> str:
+    """A tuple of rows of floats as Python source, ``per_line`` numbers to a line."""
+    out = []
+    for row in rows:
+        lines = [", ".join(repr(v) for v in row[i:i + per_line]) for i in range(0, len(row), per_line)]
+        out.append("    (" + ",\n     ".join(lines) + "),\n")
+    return "(\n" + "".join(out) + ")"
+
+
+HELPERS["_erfcx_prime"] = HELPERS["_erfcx_prime"].replace("<ERFCX_PRIME_TAYLOR>", _table(ERFCX_PRIME_TAYLOR))
 
 # SciPy's compiled special functions (scipy.special.cython_special), called from kernels as
 # Numba external functions: the symbol is registered with LLVM when the module is imported,
