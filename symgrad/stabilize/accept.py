@@ -49,10 +49,13 @@ import numpy as np
 import sympy as sp
 
 from .accuracy import MAX_BITS, Sample, ulp_bits
+from symgrad.ir.ddprogram import dd_regions_enabled
+
 from .budget import check_deadline
 from .numeric import compile_numpy
 from .reference import compile_mpmath, reference_values
 from .regimes import best_split
+from .ddregion import MIN_LOSS_BITS
 from .search import _cond_bits
 from .sampling import domain_bounds, sample_points
 from .result import evaluate_result
@@ -299,6 +302,10 @@ def split_with_original(orig, chosen, widen, variables, samples: dict):
 def _strictly(orig, chosen, widen, variables, samples: dict):
     """``chosen`` passes only through the conditioning excuse: a regime split between it and
     the formula as written that passes without the excuse, as ``accept`` returns it, or None."""
+    s64 = samples.get("float64")
+    if s64 is not None and len(s64.X) and dd_regions_enabled() \
+            and kernel_bits(chosen, widen, variables, s64).max() >= MIN_LOSS_BITS:
+        return None  # the double-double step takes it and repairs every point (GELU'); a split would hide it
     split = split_with_original(orig, chosen, widen, variables, samples)
     if split is None:
         return None
