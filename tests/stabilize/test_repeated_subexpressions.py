@@ -39,7 +39,9 @@ def test_sech2_rewritten_at_every_occurrence():
     s = 1 - sp.tanh(x) ** 2
     e = x * s + x**2 * s
     res = stabilize(e, [x], budget_s=30.0, n_points=128)
-    assert not res.expr.has(s), res.expr
+    # the formula as written may serve an interval where it is within 1 ulp (the never-worse check's split)
+    forms = [p.expr for p in res.expr.args] if isinstance(res.expr, sp.Piecewise) else [res.expr]
+    assert not any(f.has(s) for f in forms if f != e), res.expr
     X = np.array([-300.0, -40.0, -15.13, -6.4, -0.5, 0.5, 6.4, 15.13, 40.0, 300.0])
     mf = lambda t: t * (1 - mpmath.tanh(t) ** 2) + t**2 * (1 - mpmath.tanh(t) ** 2)  # noqa: E731
     bits, limit = _within(res.expr, mf, X)
