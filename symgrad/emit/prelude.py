@@ -83,7 +83,7 @@ def _erfcx_prime(x):
     0.375, ..., 1.125 (_ERFCX_PRIME_TAYLOR, by Horner's rule); below 0, 2x erfcx(x) - 2/sqrt(pi)."""
     X = np.float64(x)
     if X >= 0.0 and X < 1.25:
-        k = min(int(X / 0.25), 4)
+        k = min(int(X / 0.25), _ERFCX_PRIME_TAYLOR.shape[0] - 1)
         h = X - (0.25 * k + 0.125)
         acc = 0.0
         for n in range(_ERFCX_PRIME_TAYLOR.shape[1] - 1, -1, -1):

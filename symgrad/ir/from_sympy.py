@@ -85,7 +85,9 @@ def from_sympy(g: Graph, expr, leaves: dict) -> int:
                 # A**(k/n) with k/n not a binary fraction: pow(A, p) with p = k/n rounded is off by
                 # (k/n - p) ln(A) relative (35 ulps of A**(1/5) at A = 1e300); one term of
                 # A**(k/n) = A**p * exp((k/n - p) ln A) restores it (the term is below 1e-14, its
-                # square below the rounding).  Only for 0 < A < inf: 0, inf and NaN are pow's.
+                # square below the rounding).  Only for 0 < A < inf: 0, inf and NaN are pow's.  The
+                # residue is float64's: a float32 kernel keeps the rounding of its own exponent (its
+                # forms are computed in float64 where that matters, stabilize.widen).
                 # Mirrored by symgrad.stabilize.numeric.
                 a = rec(base)
                 t = g.apply("pow", a, g.const(float(ex)))

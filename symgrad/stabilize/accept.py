@@ -17,7 +17,10 @@ A form that passes only through that excuse (some point where the original is wi
 and the form is beyond 2 ulps, within the conditioning bound) is split with the original when
 a split passes without the excuse: the formula as written then serves the interval where it
 is within 1 ulp (softsign' at x = 1.01: 0 ulps as written, 3 as searched), the searched form
-the rest.  Otherwise it stands.
+the rest.  The split must give the original an interval (``MIN_SERVED`` of the points, not a
+sliver around one point), and is not made where the float64 form loses ``MIN_LOSS_BITS`` or more
+somewhere: the double-double step (:mod:`.ddregion`) takes such a form and repairs every point,
+and cannot see into a split.  Otherwise the form stands.
 
 A form that fails is repaired: if it is a regime split, a piece that fails is
 replaced by the original formula or by another piece (whichever loses fewest
@@ -48,14 +51,14 @@ from typing import Callable, Mapping, Sequence
 import numpy as np
 import sympy as sp
 
-from .accuracy import MAX_BITS, Sample, ulp_bits
 from symgrad.ir.ddprogram import dd_regions_enabled
 
+from .accuracy import MAX_BITS, Sample, ulp_bits
 from .budget import check_deadline
 from .numeric import compile_numpy
 from .reference import compile_mpmath, reference_values
-from .regimes import best_split
 from .ddregion import MIN_LOSS_BITS
+from .regimes import best_split
 from .search import _cond_bits
 from .sampling import domain_bounds, sample_points
 from .result import evaluate_result
