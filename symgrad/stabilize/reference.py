@@ -576,7 +576,12 @@ def exact_value(fn, args, rtol: float = 1e-20):
                 return None
             a, b = a.real, b.real
         if not (isinstance(b, mpmath.mpf) and mpmath.isfinite(b)):
-            return None
+            if trusted:
+                return None
+            # a sum cancelled to 0 at this precision, then a division by it: b + sqrt(b**2 - 4ac) at
+            # b = -9.4e36, 4ac = 3e-332 needs 1400 bits (the quadratic formula's conjugate, b < 0)
+            p *= 2
+            continue
         if trusted and abs(a - b) <= rtol * abs(b):
             return b
         p *= 2
