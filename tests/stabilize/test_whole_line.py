@@ -1,0 +1,60 @@
+"""Issue 16, point 3, as a user gets it: no domain given, the search samples the whole real line.
+
+A program traced by ``sg.jit``/``sg.grad`` carries no domain, so its stabiliser searches on
+bit patterns of every magnitude and sign.  Two families of the issue were left as written there
+while a bounded domain found them (benchmarks/bench_stability.py gives domains):
+
+* the quadratic formula: its conjugate ``-2c/(b + sqrt(b**2 - 4ac))`` was never verified,
+  because at b < 0 the conjugate's denominator cancels beyond the reference's first precisions
+  (1400 bits at b = -9.4e36, 4ac = 3e-332), the division by the 0 it gave made the value
+  "not computable", and the verifier took that for a mismatch;
+* the partial fractions ``1/(x + 1) - 2/x + 1/(x - 1)``: the combined fraction, the step to the
+  answer, is worse on the mean over the whole line (its denominator overflows past 1e51), so the
+  search stopped after one round without expanding it.
+Checked against 60-digit mpmath through the compiled kernels.
+"""
+import mpmath
+import numpy as np
+import sympy as sp
+
+import symgrad as sg
+from symgrad.stabilize.accuracy import ulp_bits
+from symgrad.stabilize.reference import compile_mpmath
+from symgrad.stabilize.verify import equivalent
+
+TWO_ULPS = np.log2(3) + 1e-9
+
+
+def _bits(got, want):
+    return ulp_bits(np.asarray(got, dtype=np.float64), np.asarray(want, dtype=np.float64))
+
+
+def test_conjugate_of_the_quadratic_formula_is_verified_where_it_cancels_deeply():
+    a, b, c = sp.symbols("a b c", real=True)
+    e = (-b + sp.sqrt(b**2 - 4 * a * c)) / (2 * a)
+    conj = -2 * c / (b + sp.sqrt(b**2 - 4 * a * c))
+    assert equivalent(e, conj, [a, b, c])
+    assert not equivalent(e, -2 * c / (b - sp.sqrt(b**2 - 4 * a * c)), [a, b, c])  # the other root
+
+
+def test_quadratic_root_without_a_domain():
+    f = lambda a, b, c: (-b + np.sqrt(b**2 - 4 * a * c)) / (2 * a)  # noqa: E731
+    pts = np.array([[1.0, 1e8, 1.0], [0.5, 1e5, 2.0], [1.0, -1e8, 1.0], [2.0, 3.0, -5.0], [1.0, 7.0, 3.0]])
+    with mpmath.workdps(60):
+        want = [float((-mpmath.mpf(q) + mpmath.sqrt(mpmath.mpf(q) ** 2 - 4 * mpmath.mpf(p) * mpmath.mpf(r)))
+                      / (2 * mpmath.mpf(p))) for p, q, r in pts]
+    got = sg.jit(f)(pts[:, 0], pts[:, 1], pts[:, 2])
+    assert np.all(_bits(got, want) <= TWO_ULPS), (got, want)
+    naive = f(pts[:, 0], pts[:, 1], pts[:, 2])
+    assert _bits(naive, want)[0] > 20  # -7.45e-9 for -1e-8 as written
+
+
+def test_partial_fractions_gradient_without_a_domain():
+    f = lambda x: 1 / (x + 1) - 2 / x + 1 / (x - 1)  # noqa: E731
+    xs = np.array([3.0, 1e5, 1e10, 1e20, -1e10, 0.3, -7.5])
+    fn = compile_mpmath(sp.diff(f(sp.Symbol("x", real=True)), sp.Symbol("x", real=True)), [sp.Symbol("x", real=True)])
+    with mpmath.workdps(200):
+        want = [float(fn([mpmath.mpf(v)])) for v in xs]
+    got = sg.grad(f)(xs)
+    assert np.all(_bits(got, want) <= TWO_ULPS), (got, want)
+    assert abs(want[2] + 6e-40) < 1e-52  # -6/x**4 at 1e10, where the formula as written gives 3e-36
