@@ -189,10 +189,13 @@ def _shift_sum(e, m):
 
 
 def _softmax(node):
-    """prod(N_i) / sum exp(w) -> prod(N_i * exp(-m)) / sum exp(w - m), m = max of all exponents."""
+    """prod(N_i) / sum exp(w) -> N_1 exp(-m) prod(N_i, i > 1) / sum exp(w - m), m = max of all exponents,
+    for each factor N_1 that is an exponential or a sum of exponentials (not yet shifted)."""
     if not node.is_Mul:
         return []
     den = [f for f in node.args if f.is_Pow and f.exp == -1 and exp_terms(f.base)]
+    if len(den) > 1:  # a sum already shifted stays as it is: (X) exp(a) / (S * S_shifted), a step of the search
+        den = [f for f in den if not f.base.has(sp.Max)]
     if len(den) != 1:
         return []
     ws = exp_terms(den[0].base)
@@ -200,11 +203,18 @@ def _softmax(node):
         return []
     m = sp.Max(*ws)
     num = [f for f in node.args if f is not den[0]]
-    shifted = [_shift_sum(f, m) for f in num]
-    if not any(s is not None for s in shifted):
-        return []
-    new_num = [s if s is not None else f for s, f in zip(shifted, num)]
-    return [sp.Mul(*new_num) / _shift_sum(den[0].base, m)]
+    rest = sp.Mul(*num)
+    out = []
+    # one numerator factor takes the denominator's exp(-m) (shifting two would divide by exp(m) twice); a
+    # factor already shifted is left alone
+    for f in sorted(num, key=lambda f: (f.func is not sp.exp, sp.default_sort_key(f))):
+        if f.has(sp.Max):
+            continue
+        s = _shift_sum(f, m)
+        if s is not None:
+            out.append(_without(rest, f) * s / _shift_sum(den[0].base, m) if rest.is_Mul else
+                       s / _shift_sum(den[0].base, m))
+    return out
 
 
 def _exp_diff(node):

@@ -10,7 +10,11 @@ while a bounded domain found them (benchmarks/bench_stability.py gives domains):
   "not computable", and the verifier took that for a mismatch;
 * the partial fractions ``1/(x + 1) - 2/x + 1/(x - 1)``: the combined fraction, the step to the
   answer, is worse on the mean over the whole line (its denominator overflows past 1e51), so the
-  search stopped after one round without expanding it.
+  search stopped after one round without expanding it;
+* the softmax of three logits: ``sg.grad`` differentiates into ``(1/S - exp(a)/S**2) exp(a)``, not
+  sympy.diff's sum, and the search's route from there passes ``(X) exp(a)/(S S_shifted)``, where the
+  max-shift rule saw two exponential sums below the line and gave up (it also shifted every
+  exponential factor above the line, not one: a wrong candidate the verifier threw away).
 Checked against 60-digit mpmath through the compiled kernels.
 """
 import mpmath
@@ -58,3 +62,28 @@ def test_partial_fractions_gradient_without_a_domain():
     got = sg.grad(f)(xs)
     assert np.all(_bits(got, want) <= TWO_ULPS), (got, want)
     assert abs(want[2] + 6e-40) < 1e-52  # -6/x**4 at 1e10, where the formula as written gives 3e-36
+
+
+def test_max_shift_takes_one_factor_of_the_numerator():
+    from symgrad.stabilize.rules_exp import _softmax
+
+    a, b, c = sp.symbols("a b c", real=True)
+    E, S = sp.exp, sp.exp(a) + sp.exp(b) + sp.exp(c)
+    m = sp.Max(a, b, c)
+    shifted = E(a - m) + E(b - m) + E(c - m)
+    for e in ((E(b) + E(c)) * E(a) / S, (E(b - m) + E(c - m)) * E(a) / (S * shifted)):
+        out = _softmax(e)
+        assert out and all(equivalent(e, o, [a, b, c]) for o in out), out
+        assert all(not o.has(E(a) + E(b) + E(c)) for o in out)
+
+
+def test_softmax_gradient_through_grad():
+    f = lambda a, b, c: np.exp(a) / (np.exp(a) + np.exp(b) + np.exp(c))  # noqa: E731
+    pts = np.array([[3.0, 1.0, 2.0], [1000.0, 999.0, 998.0], [-800.0, -801.5, -803.0], [1e8, -1e-300, 1.0]])
+    with mpmath.workdps(60):
+        want = []
+        for p in pts:
+            s = mpmath.exp(mpmath.mpf(p[0])) / sum(mpmath.exp(mpmath.mpf(v)) for v in p)
+            want.append(float(s * (1 - s)))
+    got = sg.grad(f)(pts[:, 0], pts[:, 1], pts[:, 2])
+    assert np.all(np.isfinite(got)) and np.all(_bits(got, want) <= TWO_ULPS), (got, want)
