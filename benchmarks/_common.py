@@ -5,6 +5,7 @@ The scripts run as ``python benchmarks/<name>.py``, so this module is imported a
 from __future__ import annotations
 
 import math
+import os
 import statistics
 import time
 
@@ -86,3 +87,10 @@ def compile_event_log():
                 log.append((ev.data["dispatcher"].py_func.__qualname__, time.perf_counter() - s))
     event.register("numba:compile", _Listener())
     return log
+
+
+def write_markdown(path: str, lines) -> None:
+    """Write ``lines`` (one string per line) to ``path``, creating its folder."""
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as fh:
+        fh.write("\n".join(lines) + "\n")

@@ -29,6 +29,8 @@ import numpy as np
 import sympy as sp
 
 sys.path.insert(0, os.path.abspath(os.path.join(os.path.dirname(__file__), "..")))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _common import write_markdown  # noqa: E402
 from symgrad.ir.rules.special import cbrt  # noqa: E402
 from symgrad.stabilize import DEFAULT_WORK, stabilize  # noqa: E402
 from symgrad.stabilize.accept import _lost  # noqa: E402
@@ -290,9 +292,7 @@ def run(n: int, budget: float, out: str, suite=None, use_jax: bool = True):
         "| expression | part | f64 naive | f64 stable | f32 naive | f32 stable | bad | time s | chosen |",
         "|---|---|---|---|---|---|---|---|---|",
     ])
-    os.makedirs(os.path.dirname(out), exist_ok=True)
-    with open(out, "w") as fh:
-        fh.write("\n".join(head + rows) + "\n")
+    write_markdown(out, head + rows)
     print("\n".join(head[:10]))
 
 

@@ -3,6 +3,7 @@
 Each suite writes its own markdown (with machine, date and command):
     python benchmarks/bench_core.py         -> results/core.md
     python benchmarks/bench_stability.py    -> results/stability.md
+    python benchmarks/bench_stability_api.py -> results/stability_api.md
     python benchmarks/bench_aot.py          -> results/aot.md
     python benchmarks/bench_mlp_batch.py    -> results/mlp_batch.md
     python benchmarks/bench_memory.py       -> results/memory.md
@@ -30,6 +31,7 @@ SUITES = [("summary.md", "Targets at a glance"),
           ("stability.md", "Numerical stabilisation: bits of error, naive vs stabilised (issue 4)"),
           ("stability_issue16.md", "Stable forms beyond Herbie: never worse, across reductions, double-double "
                                    "references, JAX column (issue 16)"),
+          ("stability_api.md", "The same expressions through sg.jit / sg.grad, as a user calls them (issue 16)"),
           ("aot.md", "Ahead-of-time modules: first-call time (issue 5)"),
           ("memory.md", "Memory: elementwise calls over 10^8 points allocate only their outputs (issue 8)"),
           ("peers.md", "Against peers: JAX, PyTensor, CasADi, autograd, SymPy, hand-written Numba (issue 7)"),
