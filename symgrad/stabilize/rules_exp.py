@@ -440,6 +440,26 @@ def _exp_from_expm1(node):
             for k, t, c, r in offset_terms(node) if c == k and r.func is expm1]
 
 
+def _pow_minus_one(node):
+    """k - k*B**p + rest -> -k*expm1(p*log(B)) + rest, with log1p(u) for B = 1 + u (SciPy's powm1).
+
+    B**p rounds to 1 when p*log(B) is below an ulp, and the difference keeps only the rounding:
+    (1 + x)**100 - 1 is 0 at x = 1e-18 (the truth 1e-16).  The form is valid for B > 0 (log(B) is
+    NaN below 0, where the regime split keeps the original).
+    """
+    out = []
+    for k, t, c, r in offset_terms(node):
+        if c != -k or not r.is_Pow or r.base == sp.E or not r.base.free_symbols:
+            continue
+        base, p = r.base, r.exp
+        if p.is_Number and abs(p) <= 1:
+            continue
+        one, u = base.as_coeff_Add()
+        lg = sf_log1p(u) if one == 1 and u != 0 else sp.log(base)
+        out.append(node - t - k + c * expm1(p * lg))
+    return out
+
+
 def _tanh_from_sinh_cosh(node):
     """sinh(u)**a * cosh(u)**-b -> tanh(u)**k * sinh(u)**(a-k) * cosh(u)**(k-b), k = min(a, b).
 
@@ -542,6 +562,9 @@ EXP_RULES = [
     Rewrite("exp_from_expm1", _exp_from_expm1,
             "1 + expm1(u) rounds exp(u) away when exp(u) < eps (the derivative of expm1 from its output)",
             "Higham 2002, sec. 1.14.1", (1 + expm1(x), {x: -40.0}, "float64")),
+    Rewrite("pow_minus_one", _pow_minus_one,
+            "B**p - 1 keeps only the rounding of B**p when p*log(B) is tiny; expm1(p*log1p(B - 1)) does not",
+            "scipy.special.powm1; Higham 2002, sec. 1.14.1", ((1 + x) ** 100 - 1, {x: 1e-10}, "float64")),
     Rewrite("tanh_from_sinh_cosh", _tanh_from_sinh_cosh,
             "sinh(u)/cosh(u) is inf/inf for |u| > 710 and rounds twice; tanh(u) is bounded",
             "DLMF 4.28.4 (tanh = sinh/cosh)", (sp.sinh(x) / sp.cosh(x), {x: 800.0}, "float64")),
