@@ -23,7 +23,7 @@ import os
 import re
 from pathlib import Path
 
-from ..ir.numpy_funcs import ERFCX_PRIME_TAYLOR
+from ..tables import ERFCX_TAYLOR
 
 
 HELPERS = {
@@ -71,7 +71,7 @@ def _erf(x):
 ''',
     "_erfcx_prime": '''
 # Taylor coefficients of erfcx' about 0.125 + 0.25 k (row k), lowest order first: the recurrence of
-# symgrad.ir.numpy_funcs.erfcx_prime_taylor in 50-digit mpmath
+# symgrad.ir.numpy_funcs.erfcx_prime_taylor in 50-digit mpmath (symgrad.tables.ERFCX_TAYLOR)
 _ERFCX_PRIME_TAYLOR = np.array(<ERFCX_PRIME_TAYLOR>)
 
 
@@ -149,7 +149,7 @@ def _table(rows, per_line: int = 5) -> str:
     return "(\n" + "".join(out) + ")"
 
 
-HELPERS["_erfcx_prime"] = HELPERS["_erfcx_prime"].replace("<ERFCX_PRIME_TAYLOR>", _table(ERFCX_PRIME_TAYLOR))
+HELPERS["_erfcx_prime"] = HELPERS["_erfcx_prime"].replace("<ERFCX_PRIME_TAYLOR>", _table(ERFCX_TAYLOR))
 
 # SciPy's compiled special functions (scipy.special.cython_special), called from kernels as
 # Numba external functions: the symbol is registered with LLVM when the module is imported,
