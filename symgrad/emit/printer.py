@@ -356,8 +356,16 @@ def print_body(g: Graph, args: list[KernelIO], outputs: list[KernelIO], dtype: s
         name = new_temp()
         body.assign(nid, name)
         body.names[nid] = name
-    for o in outputs:  # outputs not yet written (duplicates, inputs, constants)
+    for o in outputs:  # outputs not yet written (duplicates, inputs, constants, inlined into a consumer)
         if body.names.get(o.node) == o.name:
+            continue
+        node = g[o.node]
+        if o.shape != () and o.node not in body.names and node.op not in ("const", "bconst") \
+                and REGISTRY[node.op].elementwise:
+            # an array output also used by another node was inlined there: its own loop (printed as one
+            # array expression, a vecmath call would get an array: 3.6 * t24 * _vm_cos_f64(t1))
+            body.assign(o.node, o.name, is_output_array=True)
+            body.names[o.node] = o.name
             continue
         text, _ = body.render(o.node, None)
         if o.shape == ():
