@@ -459,14 +459,15 @@ class Search:
             new_best = self.best_exact().score
             if self.out_of_budget() or new_best < 0.05:
                 break
-            frontier = self.frontier(expanded)
             if new_best > best - IMPROVE_EPS:
                 # no progress on the mean: only a form that serves points every open form loses badly
                 # goes on (the combined fraction of 1/(x+1) - 2/x + 1/(x-1) over all reals: worse on
                 # the mean, its quotient overflowing past 1e51, exact where the others cancel; its
                 # divide-early form is the answer)
                 open_ = [c for c in self.pool() if c.exact and c.expr not in expanded]
-                frontier = [c for c in _repairing(open_[:self.beam], open_[:64]) if c.expr not in expanded]
+                frontier = _repairing(open_[:self.beam], open_[:64])
+            else:
+                frontier = self.frontier(expanded)
             best = min(best, new_best)
             if not frontier:
                 break
