@@ -164,16 +164,10 @@ def stabilize(expr: sp.Expr, variables: Sequence[sp.Symbol], *, domain: Mapping 
         return None
 
     if widen_float32 and not wide and "float32" in s.samples and cpu_clock() - t0 < budget_s:
-        rec = optional("float32 widening", lambda: _widen_after_check(expr, others.get("float32", form), s, domain,
-                                                                      check))
-        if rec is not None:
-            records.append(rec)
-            wide = True
-            summary["float32"] = summary["float32"][:2] + rec.bits["float32"][2:]
-    if widen_float32 and not wide and "float32" in s.samples and others.get("float32", form) != expr \
-            and cpu_clock() - t0 < budget_s:  # beyond 2 ulps where the formula as written is within 1 ulp
-        rec = optional("float32 widening", lambda: _widen_never_worse(expr, others.get("float32", form), s, domain,
-                                                                      check))
+        form32 = others.get("float32", form)
+        # beyond 2 ulps on the stress points, or where the formula as written is within 1 ulp (a rewritten form)
+        rec = optional("float32 widening", lambda: _widen_after_check(expr, form32, s, domain, check) or (
+            _widen_never_worse(expr, form32, s, domain, check) if form32 != expr else None))
         if rec is not None:
             records.append(rec)
             wide = True
