@@ -96,7 +96,8 @@ class _DD:
         rh, rl = self.add(rh, rl, self.op("neg", ph), self.op("neg", pl))
         q3 = self.op("div", rh, bh)
         q1f, q2f = self.fast_two_sum(q1, q2)
-        return self.select(self.not_finite(q1), (q1, self.zero), self.add(q1f, q2f, q3, self.zero))
+        either = self.op("add", self.op("sub", q1, q1), self.op("sub", bh, bh))  # q1 or the divisor not finite
+        return self.select(self.op("ne", either, self.zero), (q1, self.zero), self.add(q1f, q2f, q3, self.zero))
 
     def powi(self, ah, al, n):
         m = n if n >= 0 else -n

@@ -3,7 +3,7 @@
 A double-double (dd) number is an unevaluated sum ``hi + lo`` of two float64 values with
 ``|lo| <= ulp(hi) / 2``, about 106 significant bits.  These functions take and return such
 pairs as plain floats, using only float64 ``+ - * /``, comparisons and ``math.log1p`` /
-``math.sqrt`` / ``math.frexp`` / ``math.floor``.  The same text runs three ways, with the same
+``math.sqrt`` / ``math.frexp`` / ``math.ldexp`` / ``math.hypot`` / ``math.floor``.  The same text runs three ways, with the same
 roundings: inside generated kernels (:mod:`symgrad.emit.prelude` copies the block between the
 two marker lines into each module that calls it, every name prefixed ``_``, each function
 ``numba.njit`` with ``fastmath=False``, so no operation is contracted or reassociated); in the
@@ -21,7 +21,8 @@ Algorithms:
   (2017), "Tight and rigorous error bounds for basic building blocks of double-word
   arithmetic", ACM TOMS 44(2) (relative errors <= 3u^2 + 13u^3 and 7u^2 without FMA,
   u = 2^-53); :func:`dd_div` is the QD library's three-quotient division (Hida, Li & Bailey
-  2001); :func:`dd_sqrt` one Karp-Markstein correction of the float64 root;
+  2001); :func:`dd_sqrt` one Karp-Markstein correction of the float64 root; :func:`dd_hypot` scales
+  both arguments by one power of 2 first;
 * :func:`dd_exp`: ``x = k ln2 + r`` with ln 2 in 22-bit pieces (Cody & Waite 1980; each
   ``k * piece`` exact), ``expm1(r)`` by :func:`dd_expm1_small` (``r`` scaled by 2^-4,
   degree-12 Taylor polynomial, its terms of degree 8 and more in float64, four doublings
@@ -43,7 +44,7 @@ import math
 
 __all__ = ["dd_two_sum", "dd_fast_two_sum", "dd_two_prod", "dd_add", "dd_mul", "dd_div", "dd_sqrt",
            "dd_exp", "dd_expm1", "dd_expm1_small", "dd_log", "dd_log1p", "dd_sigmoid", "dd_softplus",
-           "dd_powi"]
+           "dd_powi", "dd_hypot"]
 
 # ---- generated modules copy the text from here to the end marker (symgrad.emit.prelude): ----
 # ---- top-level names only, using math; every name is prefixed _ there, functions njit. ----
@@ -121,7 +122,7 @@ def dd_quotient(a, b):
 def dd_div(ah, al, bh, bl):
     """dd / dd: three float64 quotient digits (Hida, Li & Bailey 2001, QD's accurate division)."""
     q1 = dd_quotient(ah, bh)
-    if q1 - q1 != 0.0:  # inf, NaN (a zero divisor included): float64's quotient
+    if (q1 - q1) + (bh - bh) != 0.0:  # inf, NaN (a zero divisor included), an infinite divisor: float64's quotient
         return q1, 0.0
     ph, pl = dd_mul(q1, 0.0, bh, bl)
     rh, rl = dd_add(ah, al, -ph, -pl)
@@ -143,6 +144,32 @@ def dd_sqrt(ah, al):
     ph, pl = dd_two_prod(y, y)
     rh, rl = dd_add(ah, al, -ph, -pl)
     return dd_fast_two_sum(y, rh / (2.0 * y))
+
+
+def dd_hypot(ah, al, bh, bl):
+    """sqrt(a^2 + b^2) of two dd values without overflow or underflow of the squares: both are
+    scaled by the same power of 2 (exact: ``ldexp``), which brings the larger into [1/2, 1), the
+    sum of squares is formed and rooted in dd, and the root is scaled back (the scaling of LAPACK's
+    ``dlapy2`` and of C99 ``hypot``, with a dd sum instead of the float64 one).  Zeros, inf and NaN
+    give float64's ``hypot`` (inf if either is infinite, even with a NaN)."""
+    m = max(abs(ah), abs(bh))
+    if m == 0.0 or m - m != 0.0:
+        return math.hypot(ah, bh), 0.0
+    e = math.frexp(m)[1]
+    xh, xl = math.ldexp(ah, -e), math.ldexp(al, -e)
+    yh, yl = math.ldexp(bh, -e), math.ldexp(bl, -e)
+    sh, sl = dd_mul(xh, xl, xh, xl)
+    th, tl = dd_mul(yh, yl, yh, yl)
+    sh, sl = dd_add(sh, sl, th, tl)
+    rh, rl = dd_sqrt(sh, sl)
+    if e <= 0:  # 2^e is a float (e >= -1073): one exact scaling
+        p = math.ldexp(1.0, e)
+        return rh * p, rl * p
+    p = math.ldexp(1.0, e - 1)  # e <= 1024: two products, inf on overflow (math.ldexp would raise)
+    h = (rh * p) * 2.0
+    if h - h != 0.0:
+        return h, 0.0
+    return h, (rl * p) * 2.0
 
 
 def dd_powi(ah, al, n):

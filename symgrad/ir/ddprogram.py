@@ -26,7 +26,7 @@ import sympy as sp
 
 from . import ddmath as D
 from .interpret import sympy_number
-from .sympy_funcs import dd, expm1, log1p, sigmoid, softplus
+from .sympy_funcs import dd, expm1, hypot, log1p, sigmoid, softplus
 
 __all__ = ["dd_regions_enabled", "OP_NAME", "UNARY", "BINARY", "from_sympy_region", "fold", "to_sympy", "run", "run_many",
            "operation_count",
@@ -51,7 +51,7 @@ def dd_regions_enabled() -> bool:
 OP_NAME = "dd_region"  # the graph op of a region (symgrad.ir.rules.ddregion)
 UNARY = {"neg": None, "exp": D.dd_exp, "expm1": D.dd_expm1, "log": D.dd_log, "log1p": D.dd_log1p,
          "sqrt": D.dd_sqrt, "sigmoid": D.dd_sigmoid, "softplus": D.dd_softplus}
-BINARY = {"add": D.dd_add, "sub": None, "mul": D.dd_mul, "div": D.dd_div}
+BINARY = {"add": D.dd_add, "sub": None, "mul": D.dd_mul, "div": D.dd_div, "hypot": D.dd_hypot}
 _SYMPY_UNARY = {sp.exp: "exp", expm1: "expm1", sp.log: "log", log1p: "log1p", sigmoid: "sigmoid",
                 softplus: "softplus"}
 INSTRUCTIONS = ("input", "const", "powi", *UNARY, *BINARY)
@@ -76,8 +76,8 @@ def from_sympy_region(u: sp.Expr, variables) -> tuple:
     one division per denominator factor.
 
     Raises:
-      NotImplementedError: ``u`` has a node with no double-double routine (sin, a non-integer
-        power other than 1/2, Piecewise ...).
+      NotImplementedError: ``u`` has a node with no double-double routine (sin, a power whose
+        exponent is not a multiple of 1/2, Piecewise ...).
     """
     prog: list[tuple] = []
     memo: dict = {}
@@ -137,9 +137,13 @@ def from_sympy_region(u: sp.Expr, variables) -> tuple:
                 return add(("div", add(("const", 1.0, 0.0)), add(("sqrt", rec(base)))))
             if ex.is_Integer and abs(int(ex)) <= 64:
                 return add(("powi", rec(base), int(ex)))
+            if ex.is_Rational and ex.q == 2 and abs(ex.p) <= 64:  # (x^2 + y^2)^(3/2): sqrt, then powi
+                return add(("powi", add(("sqrt", rec(base))), int(ex.p)))
             raise NotImplementedError(f"double-double region: power {e}")
         if isinstance(e, dd):
             return rec(e.args[0])
+        if isinstance(e, hypot):
+            return add(("hypot", rec(e.args[0]), rec(e.args[1])))
         name = _SYMPY_UNARY.get(e.func)
         if name is None:
             raise NotImplementedError(f"double-double region: no routine for {e.func.__name__}")
@@ -176,7 +180,7 @@ def fold(program: tuple, args, *, const, neg, powi, binary, unary):
 _SYMPY_OF = {"exp": sp.exp, "expm1": expm1, "log": sp.log, "log1p": log1p, "sigmoid": sigmoid, "softplus": softplus,
              "sqrt": sp.sqrt}
 _SYMPY_BINARY = {"add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b,
-                 "div": lambda a, b: a / b}
+                 "div": lambda a, b: a / b, "hypot": hypot}
 
 
 def _sympy_const(hi: float, lo: float) -> sp.Expr:

@@ -15,6 +15,15 @@ written point by point (beyond 2 ulps and the conditioning where that formula is
 :func:`_worse_than_written`): the never-worse target of issue 16, point 1, which no float64 form
 the search found reaches there (the derivative of ``log(1 - x)/log(1 + x)`` for |x| > 0.3).
 
+Last, a region of arithmetic, square roots and hypot only is tried where the float64 form is
+worse than the formula as written by fewer bits than the conditioning excuses (the same 2-3 ulps,
+from several roundings on a rounded ``hypot(x, y)`` in ``-(y/h)/h/h``, or on Heron's products):
+such points are rare, so they are looked for on a larger sample (1024 points, references in dd),
+and the candidates then include every piece of a regime split that repairs one (the losses often
+fall in two pieces) and the formula as written, whole.  These regions cost some 5-20x the
+float64 arithmetic they replace (``benchmarks/results/dd_regions.md``), against 400x for one
+holding an ``exp``; ``SYMGRAD_DD_REGIONS=0`` keeps float64 kernels in float64.
+
 The candidates are the form with one subexpression ``N`` marked ``dd(N)``, for every ``N`` of
 the form that has a double-double routine (:func:`symgrad.ir.ddprogram.from_sympy_region`),
 cheapest first (fewest dd operations).  Each is scored with exactly the kernel's arithmetic
@@ -35,11 +44,11 @@ import sympy as sp
 from symgrad.ir.ddprogram import UNARY, from_sympy_region, operation_count
 from symgrad.ir.sympy_funcs import dd
 
-from .accuracy import Sample, point_bits
+from .accuracy import Sample, make_sample, point_bits
 from .budget import cpu_clock
 from .reference import compile_mpmath
 from .result import RewriteRecord
-from .search import _cond_bits, positions, replace_at
+from .search import _cond_bits, positions
 from .widen import TWO_ULPS, stress_sample
 
 __all__ = ["NAME", "dd_region", "cost_note"]
@@ -50,33 +59,73 @@ MAX_CANDIDATES = 24  # regions scored at most (cheapest first)
 # tried only when float64 loses at least this many bits somewhere (2^6 = 64 ulps: cancellation
 # no rewrite can repair, as next to a root), not for the few ulps a libm rounding costs.
 MIN_LOSS_BITS = 6.0
-ELEMENTARY = frozenset(UNARY) - {"neg"}
+COSTLY = frozenset(UNARY) - {"neg", "sqrt"}  # exp, log ...: 30-45 dd operations each (a dd sqrt: about one division)
 ONE_ULP = 1.0  # bits (log2(1 + 1))
+PROBE_POINTS, PROBE_SEED = 1024, 5  # the larger sample of the second trigger (references in dd: cheap)
 MAX_COND_POINTS = 32  # points whose condition number is computed to see whether a smaller loss calls for a region
 
 
 def _candidates(expr: sp.Expr):
-    """``(dd operations, path, node, program)`` of every subexpression with a dd routine, cheapest first."""
+    """``(dd operations, ((path, node),), elementary functions)`` of every subexpression with a
+    dd routine, cheapest first."""
     out, seen = [], set()
     for k, (path, node) in enumerate(positions(expr)):
         if node.is_Atom or not node.free_symbols or isinstance(node, sp.Piecewise) or node in seen \
                 or isinstance(node, dd) or node.is_Relational or node.is_Boolean:
             continue
         seen.add(node)
-        try:
-            program = from_sympy_region(node, sorted(node.free_symbols, key=lambda s: s.name))
-        except NotImplementedError:
-            continue
-        out.append((operation_count(program), k, path, node))
+        prog = _program(node)
+        if prog is not None:
+            out.append((prog[0], k, path, node, prog[1]))
     out.sort(key=lambda c: (c[0], c[1]))
-    return [(n_ops, path, node) for n_ops, _, path, node in out]
+    return [(n_ops, ((path, node),), n_fun) for n_ops, _, path, node, n_fun in out]
+
+
+def _program(node: sp.Expr):
+    """``(dd operations, costly functions)`` of ``node``'s region, or None if it has none."""
+    try:
+        program = from_sympy_region(node, sorted(node.free_symbols, key=lambda s: s.name))
+    except NotImplementedError:
+        return None
+    return operation_count(program), sum(1 for ins in program if ins[0] in COSTLY)
+
+
+def _leaves(expr: sp.Expr, path=()):
+    """``(path, piece)`` of every piece of ``expr``'s regime split (nested splits flattened);
+    ``expr`` itself when it is not a split."""
+    if not isinstance(expr, sp.Piecewise):
+        yield path, expr
+        return
+    for i, pair in enumerate(expr.args):
+        yield from _leaves(pair.expr, path + (i, 0))
+
+
+def _whole_pieces(expr, original, variables, at_bad: Sample) -> list:
+    """Candidates that put whole pieces in double-double: every piece of the split that, as a
+    region, repairs a failing point (one region cannot when the failures fall in two pieces), and
+    the formula as written as one region (where the split was made against overflow the
+    domain never reaches).  Arithmetic, square roots and hypot only."""
+    before, out, marks, n_ops = point_bits(expr, variables, at_bad), [], [], 0
+    for path, leaf in _leaves(expr):
+        prog = _program(leaf)
+        if leaf.free_symbols and prog is not None and not prog[1] and \
+                (point_bits(_marked(expr, ((path, leaf),)), variables, at_bad) < before).any():
+            marks.append((path, leaf))
+            n_ops += prog[0]
+    if marks:
+        out.append((n_ops, tuple(marks), 0))
+    prog = _program(original)
+    if prog is not None and not prog[1] and original != expr:
+        out.append((prog[0], (((), original),), 0))
+    return out
 
 
 def cost_note(region: sp.Expr) -> str:
     """``double-double region: N dd operations (k elementary functions)`` for the record and the CLI:
-    an elementary function (exp, log ...) costs some 30-45 dd additions and multiplications."""
+    an elementary function (exp, log ...) costs some 30-45 dd additions and multiplications; a
+    square root or hypot, about one division, is counted as an operation."""
     program = from_sympy_region(region, sorted(region.free_symbols, key=lambda s: s.name))
-    n_fun = sum(1 for ins in program if ins[0] in ELEMENTARY)
+    n_fun = sum(1 for ins in program if ins[0] in COSTLY)
     funs = f"{n_fun} elementary function{'s' if n_fun != 1 else ''}"
     return f"double-double region: {operation_count(program)} dd operations ({funs})"
 
@@ -91,6 +140,18 @@ def dd_region(expr: sp.Expr, variables: Sequence[sp.Symbol], sample: Sample, ori
               domain=None, deadline: float | None = None) -> tuple[sp.Expr, RewriteRecord] | None:
     """``(form with one dd region, its record)`` when float64 needs one to reach 2 ulps, else None.
 
+    Two triggers, two candidate lists:
+
+    * the form loses ``MIN_LOSS_BITS`` somewhere, or is worse than the formula as written beyond
+      the conditioning there (:func:`_worse_than_written`): any region, elementary functions
+      included, within 1 (else 2) ulps at every point;
+    * it is worse than the formula as written only within the conditioning bound (beyond 2 ulps
+      where that formula is within 1 ulp, by fewer bits than ``log2(1 + kappa)``: the rounding of
+      several float64 operations on ``hypot(x, y)`` in ``-(y/h)/h/h``): only regions of
+      arithmetic, square roots and ``hypot`` (no exp or log: some 10-30x the float64 operations
+      they replace, not 400x), which must be within 1 (else 2) ulps wherever the formula as
+      written is within 1 ulp.
+
     Args:
       expr: the chosen float64 form.
       variables: its input symbols.
@@ -101,30 +162,55 @@ def dd_region(expr: sp.Expr, variables: Sequence[sp.Symbol], sample: Sample, ori
     """
     full = _merge(sample, stress_sample(original, variables, domain, np.float64))
     before = point_bits(expr, variables, full)
-    if not len(before) or not (before.max() >= MIN_LOSS_BITS or _worse_than_written(expr, original, variables,
-                                                                                   full, before)):
+    if not len(before):
         return None
-    bad = np.flatnonzero(before > TWO_ULPS + 1e-9)
+    naive = point_bits(original, variables, full)
+    cands = _candidates(expr)
+    if before.max() >= MIN_LOSS_BITS or _worse_than_written(original, variables, full, before, naive):
+        hit = _first_within(expr, variables, full, before, np.ones(len(before), dtype=bool), cands, deadline)
+        if hit is not None:
+            return hit
+    # such losses are rare (1 point in 100 for -(y/h)/h/h): look on a larger sample
+    full = _merge(full, make_sample(original, variables, np.float64, domain=domain, n=PROBE_POINTS, seed=PROBE_SEED))
+    naive = point_bits(original, variables, full)
+    before = point_bits(expr, variables, full)
+    return _first_within(expr, variables, full, before, naive <= ONE_ULP + 1e-9, [c for c in cands if c[2] == 0],
+                         deadline, lambda at_bad: _whole_pieces(expr, original, variables, at_bad))
+
+
+def _first_within(expr, variables, full: Sample, before: np.ndarray, watched: np.ndarray, cands, deadline,
+                  more=None):
+    """The first of ``cands`` (cheapest first, then those ``more(expr, at_bad)`` proposes) within
+    1 ulp, else the first within 2 ulps, at every ``watched`` point of ``full`` and not worse on
+    the mean than ``expr`` (its bits ``before``), with its record; None if there is none or
+    nothing to repair."""
+    bad = np.flatnonzero(watched & (before > TWO_ULPS + 1e-9))
+    if not len(bad):
+        return None
     at_bad = Sample(full.dtype, full.X[bad], full.ref[bad])
-    cands = _candidates(expr)[:MAX_CANDIDATES]
+    cands = cands[:MAX_CANDIDATES] + (more(at_bad) if more is not None else [])
     for target in (ONE_ULP, TWO_ULPS):  # a margin first: the sample shows the float64 rest's worst case
-        for n_ops, path, node in cands:  # only roughly (3 ulps off the sample for dd(...) * sigmoid(x))
+        for _, marks, _ in cands:  # only roughly (3 ulps off the sample for dd(...) * sigmoid(x))
             if deadline is not None and cpu_clock() > deadline:
                 return None
-            cand = _marked(expr, path, node)
+            cand = _marked(expr, marks)
             if point_bits(cand, variables, at_bad).max() > target + 1e-9:
                 continue
             after = point_bits(cand, variables, full)
-            if after.max() > target + 1e-9 or after.mean() > before.mean() + 1e-9:
+            if after[watched].max() > target + 1e-9 or after.mean() > before.mean() + 1e-9:
                 continue
             bits = {"float64": (float(before.mean()), float(before.max()), float(after.mean()), float(after.max()))}
-            return cand, RewriteRecord(NAME, node, dd(node), bits, None, expr, cand, cost_note(node))
+            nodes = list(dict.fromkeys(node for _, node in marks))
+            node = nodes[0] if len(nodes) == 1 else expr
+            return cand, RewriteRecord(NAME, node, dd(node) if len(nodes) == 1 else cand, bits, None, expr, cand,
+                                       "; ".join(cost_note(n) for n in nodes))
     return None
 
 
-def _worse_than_written(expr, original, variables, full: Sample, before: np.ndarray) -> bool:
-    """Does ``expr`` lose, at a point where the formula as written is within 1 ulp, more than
-    2 ulps and more than the conditioning there allows (``log2(3) + log2(1 + kappa)`` bits)?
+def _worse_than_written(original, variables, full: Sample, before: np.ndarray, naive: np.ndarray) -> bool:
+    """Does the form (its bits ``before`` on ``full``) lose, at a point where the formula as
+    written (its bits ``naive``) is within 1 ulp, more than 2 ulps and more than the
+    conditioning there allows (``log2(3) + log2(1 + kappa)`` bits)?
 
     Issue 16's never-worse target, point by point: no float64 form reached it (the search keeps
     the best it found), so the region is the only way left, however few bits are at stake.
@@ -132,7 +218,6 @@ def _worse_than_written(expr, original, variables, full: Sample, before: np.ndar
     of ``log(1 - x)/log(1 + x)``, is 3 ulps off at x = -0.69, where the formula as written
     rounds to 1 ulp and kappa is 0.4: every float64 form found loses 2-3 bits somewhere there.
     """
-    naive = point_bits(original, variables, full)
     idx = np.flatnonzero((naive <= ONE_ULP + 1e-9) & (before > TWO_ULPS + 1e-9))
     if not len(idx):
         return False
@@ -141,9 +226,33 @@ def _worse_than_written(expr, original, variables, full: Sample, before: np.ndar
     return any(before[i] > TWO_ULPS + 1e-9 + _cond_bits(fn, full.X[i]) for i in idx)
 
 
-def _marked(expr: sp.Expr, path: tuple, node: sp.Expr) -> sp.Expr:
-    """``expr`` with ``node`` as a double-double region at ``path`` -- at every occurrence when it
-    occurs more than once (the outer pieces of a regime split are often the same form)."""
-    if sum(1 for _, n in positions(expr) if n == node) > 1:
-        return expr.xreplace({node: dd(node)})
-    return replace_at(expr, path, dd(node))
+def _marked(expr: sp.Expr, marks) -> sp.Expr:
+    """``expr`` with each ``(path, node)`` of ``marks`` a double-double region -- at every
+    occurrence of a node that occurs more than once (the outer pieces of a regime split are often
+    the same form).  ``((), u)`` makes the whole of ``dd(u)`` the result.
+
+    The parents are rebuilt unevaluated: SymPy would merge ``-(y/dd(h))/dd(h)/dd(h)``, the
+    order of operations the search chose, into ``-y*dd(h)**(-3)``, whose cube underflows."""
+    done = set()
+    for path, node in marks:
+        if node in done:  # a piece the outer pieces of a split share: marked at every occurrence already
+            continue
+        done.add(node)
+        paths = [p for p, n in positions(expr) if n == node] or [path]
+        for p in sorted(paths, key=len, reverse=True):  # an occurrence inside another is replaced first
+            expr = _rebuilt(expr, p, dd(node))
+    return expr
+
+
+def _rebuilt(expr: sp.Expr, path: tuple, new: sp.Expr) -> sp.Expr:
+    if not path:
+        return new
+    args = list(expr.args)
+    if isinstance(expr, sp.Piecewise):
+        pair = expr.args[path[0]]
+        args[path[0]] = (_rebuilt(pair.expr, path[2:], new), pair.cond)
+        return sp.Piecewise(*args, evaluate=False)
+    args[path[0]] = _rebuilt(args[path[0]], path[1:], new)
+    if isinstance(expr, (sp.Add, sp.Mul, sp.Pow)):
+        return expr.func(*args, evaluate=False)
+    return expr.func(*args)

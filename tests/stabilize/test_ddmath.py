@@ -130,10 +130,35 @@ def test_overflow_gives_floats_result_not_nan():
     assert D.dd_div(1.0, 0.0, -0.0, 0.0)[0] == -math.inf and math.isnan(D.dd_div(0.0, 0.0, 0.0, 0.0)[0])
 
 
+def test_hypot_has_100_bits_at_every_magnitude():
+    """dd_hypot scales by a power of 2 first: the squares of 1e200 or 1e-200 neither overflow nor
+    underflow, and the root is correctly scaled back (inf where hypot itself overflows)."""
+    worst = 0
+    with mpmath.workprec(400):
+        for _ in range(2000):
+            e = RNG.uniform(-280, 280)
+            a = _dd(float(RNG.standard_normal() * 10.0 ** e))
+            b = _dd(float(RNG.standard_normal() * 10.0 ** (e + RNG.uniform(-20, 20))))
+            worst = max(worst, _rel(D.dd_hypot(*a, *b), mpmath.sqrt(_mp(*a) ** 2 + _mp(*b) ** 2)))
+    assert worst < 2.0 ** -100, worst
+    assert D.dd_hypot(1.7e308, 0.0, 1.7e308, 0.0) == (math.inf, 0.0)
+    assert D.dd_hypot(-3.0, 0.0, 4.0, 0.0) == (5.0, 0.0) and D.dd_hypot(0.0, 0.0, -0.0, 0.0) == (0.0, 0.0)
+    assert D.dd_hypot(math.nan, 0.0, math.inf, 0.0)[0] == math.inf
+    assert sum(D.dd_hypot(3e-320, 0.0, 4e-320, 0.0)) == math.hypot(3e-320, 4e-320)
+
+
+def test_division_by_an_infinite_divisor_is_zero_as_in_float64():
+    """x / inf is 0 (the dd product q1 * inf in the remainder would be NaN): what 1/hypot(x, y) needs
+    where the hypot of two huge inputs overflows."""
+    assert D.dd_div(2.0, 0.0, math.inf, 0.0) == (0.0, 0.0)
+    assert D.dd_div(-2.0, 1e-17, math.inf, 0.0)[0] == 0.0
+    assert math.isnan(D.dd_div(math.inf, 0.0, math.inf, 0.0)[0])
+
+
 def test_kernel_copy_gives_the_same_bits(tmp_path):
     """The njit copy of every function (as generated modules hold it) against the Python functions."""
     names = ["_dd_exp", "_dd_log", "_dd_log1p", "_dd_expm1", "_dd_div", "_dd_sqrt", "_dd_sigmoid",
-             "_dd_softplus", "_dd_powi"]
+             "_dd_softplus", "_dd_powi", "_dd_hypot"]
     calls = "\n".join(f"    {n}(" for n in names)
     used = helpers_used(calls)
     text = "import math\n\nimport numba\n" + "\n".join(helper_source(h) for h in used)
@@ -152,3 +177,6 @@ def test_kernel_copy_gives_the_same_bits(tmp_path):
             assert getattr(mod, f"_dd_{n}")(a, 0.0) == getattr(D, f"dd_{n}")(a, 0.0), (n, a)
         assert mod._dd_div(x, 0.0, 3.0, 1e-17) == D.dd_div(x, 0.0, 3.0, 1e-17)
         assert mod._dd_powi(x, 0.0, 3) == D.dd_powi(x, 0.0, 3)
+        for y in (x * 1e150, x * 1e-300, 1.7e308, 0.5):
+            assert mod._dd_hypot(x, 1e-17, y, 0.0) == D.dd_hypot(x, 1e-17, y, 0.0), (x, y)
+        assert mod._dd_div(x, 0.0, math.inf, 0.0) == D.dd_div(x, 0.0, math.inf, 0.0)

@@ -75,7 +75,8 @@ def _plain(ctx, program, args: list[str]) -> str:
     """The program as one plain expression in the kernel's dtype (each op's own emit facet)."""
     return fold(program, args, const=lambda hi, lo: ctx.literal(hi), neg=lambda a: f"(-{a})",
                 powi=lambda a, n: f"({a} ** {ctx.literal(float(n))})",
-                binary=lambda op, a, b: f"({a} {REGISTRY[op].infix[0]} {b})",
+                binary=lambda op, a, b: f"({a} {REGISTRY[op].infix[0]} {b})" if REGISTRY[op].infix
+                else REGISTRY[op].emit(ctx, _Scalar(op), [a, b]),
                 unary=lambda op, a: REGISTRY[op].emit(ctx, _Scalar(op), [a]))
 
 
@@ -83,7 +84,7 @@ class _Scalar:
     """The node an op's emit facet sees for one scalar instruction of a program."""
 
     def __init__(self, op: str):
-        self.op, self.shape, self.params, self.args = op, (), (), (0,)
+        self.op, self.shape, self.params, self.args = op, (), (), (0, 1) if op == "hypot" else (0,)
 
 
 def _emit(ctx, node, args):
