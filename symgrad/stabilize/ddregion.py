@@ -90,6 +90,12 @@ def _program(node: sp.Expr):
     return operation_count(program), sum(1 for ins in program if ins[0] in COSTLY)
 
 
+def _arithmetic(node: sp.Expr) -> bool:
+    """Has ``node`` a region of arithmetic, square roots and hypot only (no exp, log ...)?"""
+    prog = _program(node)
+    return bool(node.free_symbols) and prog is not None and not prog[1]
+
+
 def _leaves(expr: sp.Expr, path=()):
     """``(path, piece)`` of every piece of ``expr``'s regime split (nested splits flattened);
     ``expr`` itself when it is not a split."""
@@ -107,16 +113,13 @@ def _whole_pieces(expr, original, variables, at_bad: Sample) -> list:
     domain never reaches).  Arithmetic, square roots and hypot only."""
     before, out, marks, n_ops = point_bits(expr, variables, at_bad), [], [], 0
     for path, leaf in _leaves(expr):
-        prog = _program(leaf)
-        if leaf.free_symbols and prog is not None and not prog[1] and \
-                (point_bits(_marked(expr, ((path, leaf),)), variables, at_bad) < before).any():
+        if _arithmetic(leaf) and (point_bits(_marked(expr, ((path, leaf),)), variables, at_bad) < before).any():
             marks.append((path, leaf))
-            n_ops += prog[0]
+            n_ops += _program(leaf)[0]
     if marks:
         out.append((n_ops, tuple(marks), 0))
-    prog = _program(original)
-    if prog is not None and not prog[1] and original != expr:
-        out.append((prog[0], (((), original),), 0))
+    if _arithmetic(original) and original != expr:
+        out.append((_program(original)[0], (((), original),), 0))
     return out
 
 
@@ -170,12 +173,17 @@ def dd_region(expr: sp.Expr, variables: Sequence[sp.Symbol], sample: Sample, ori
         hit = _first_within(expr, variables, full, before, np.ones(len(before), dtype=bool), cands, deadline)
         if hit is not None:
             return hit
-    # such losses are rare (1 point in 100 for -(y/h)/h/h): look on a larger sample
+    # Such losses are rare (1 point in 100 for -(y/h)/h/h): they are looked for on a larger sample,
+    # when a region of arithmetic could repair them and the form is already at 2 ulps where the
+    # formula as written is within 1 ulp somewhere on the search's points.
+    cheap = [c for c in cands if c[2] == 0]
+    if not (cheap and any(_arithmetic(leaf) for _, leaf in _leaves(expr))) \
+            or not ((naive <= ONE_ULP + 1e-9) & (before >= TWO_ULPS - 1e-9)).any():
+        return None
     full = _merge(full, make_sample(original, variables, np.float64, domain=domain, n=PROBE_POINTS, seed=PROBE_SEED))
     naive = point_bits(original, variables, full)
     before = point_bits(expr, variables, full)
-    return _first_within(expr, variables, full, before, naive <= ONE_ULP + 1e-9, [c for c in cands if c[2] == 0],
-                         deadline, lambda at_bad: _whole_pieces(expr, original, variables, at_bad))
+    return _first_within(expr, variables, full, before, naive <= ONE_ULP + 1e-9, cheap, deadline, lambda at_bad: _whole_pieces(expr, original, variables, at_bad))
 
 
 def _first_within(expr, variables, full: Sample, before: np.ndarray, watched: np.ndarray, cands, deadline,
