@@ -20,8 +20,8 @@ worse than the formula as written by fewer bits than the conditioning excuses (t
 from several roundings on a rounded ``hypot(x, y)`` in ``-(y/h)/h/h``, or on Heron's products):
 such points are rare, so they are looked for on a larger sample (1024 points, references in dd),
 and the candidates then include every piece of a regime split that repairs one (the losses often
-fall in two pieces) and the formula as written, whole.  These regions cost some 5-20x the
-float64 arithmetic they replace (``benchmarks/results/dd_regions.md``), against 400x for one
+fall in two pieces) and the formula as written, whole.  These regions cost some 10-35x the
+float64 arithmetic they replace (``benchmarks/results/dd_regions.md``), against 40-400x for one
 holding an ``exp``; ``SYMGRAD_DD_REGIONS=0`` keeps float64 kernels in float64.
 
 The candidates are the form with one subexpression ``N`` marked ``dd(N)``, for every ``N`` of
@@ -151,8 +151,8 @@ def dd_region(expr: sp.Expr, variables: Sequence[sp.Symbol], sample: Sample, ori
     * it is worse than the formula as written only within the conditioning bound (beyond 2 ulps
       where that formula is within 1 ulp, by fewer bits than ``log2(1 + kappa)``: the rounding of
       several float64 operations on ``hypot(x, y)`` in ``-(y/h)/h/h``): only regions of
-      arithmetic, square roots and ``hypot`` (no exp or log: some 10-30x the float64 operations
-      they replace, not 400x), which must be within 1 (else 2) ulps wherever the formula as
+      arithmetic, square roots and ``hypot`` (no exp or log: some 10-35x the float64 operations
+      they replace, against 40-400x), which must be within 1 (else 2) ulps wherever the formula as
       written is within 1 ulp.
 
     Args:
@@ -183,12 +183,13 @@ def dd_region(expr: sp.Expr, variables: Sequence[sp.Symbol], sample: Sample, ori
     full = _merge(full, make_sample(original, variables, np.float64, domain=domain, n=PROBE_POINTS, seed=PROBE_SEED))
     naive = point_bits(original, variables, full)
     before = point_bits(expr, variables, full)
-    return _first_within(expr, variables, full, before, naive <= ONE_ULP + 1e-9, cheap, deadline, lambda at_bad: _whole_pieces(expr, original, variables, at_bad))
+    return _first_within(expr, variables, full, before, naive <= ONE_ULP + 1e-9, cheap, deadline,
+                         lambda at_bad: _whole_pieces(expr, original, variables, at_bad))
 
 
 def _first_within(expr, variables, full: Sample, before: np.ndarray, watched: np.ndarray, cands, deadline,
                   more=None):
-    """The first of ``cands`` (cheapest first, then those ``more(expr, at_bad)`` proposes) within
+    """The first of ``cands`` (cheapest first, then those ``more(at_bad)`` proposes) within
     1 ulp, else the first within 2 ulps, at every ``watched`` point of ``full`` and not worse on
     the mean than ``expr`` (its bits ``before``), with its record; None if there is none or
     nothing to repair."""
@@ -247,7 +248,7 @@ def _marked(expr: sp.Expr, marks) -> sp.Expr:
             continue
         done.add(node)
         paths = [p for p, n in positions(expr) if n == node] or [path]
-        for p in sorted(paths, key=len, reverse=True):  # an occurrence inside another is replaced first
+        for p in paths:  # the other paths stay valid: unevaluated parents keep their arguments in place
             expr = _rebuilt(expr, p, dd(node))
     return expr
 
