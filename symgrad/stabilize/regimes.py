@@ -170,6 +170,45 @@ def covering_series(series, exact, lead, last):
     return sp.Piecewise((series, cond), (exact, sp.true)), str(cond)
 
 
+MODERATE_EXPONENTS = np.array([-10, -3, -1, 0, 1, 3, 10])
+FAR_EXPONENTS = np.array([-300, -200, -150, -100, -50, 50, 100, 150, 200, 300])
+STRESS_POINTS = 256
+FAILED_BITS = 64.0  # a NaN/inf value, in bits of float64 error
+
+
+def _magnitude_stress(samples, dts, n_vars: int) -> np.ndarray:
+    """float64 points whose inputs differ widely in magnitude (``+-m 10^e``: each input, with
+    probability 1/2, at the point's moderate exponent, else at its far one), kept inside the box
+    the samples span (the domain, as sampled).
+
+    A random sample of several inputs rarely holds the point that breaks a piece: over every
+    float, the piece ``(x^2 + y^2)^(3/2)`` of a cosine-similarity gradient, taken for
+    ``max|input| < 1e13``, underflows to NaN wherever x and y are both below 1e-103 and a or b
+    is not, and 256 sample points held none such in that range.  Deterministic (fixed seed)."""
+    cols = np.concatenate([samples[dt].X.astype(np.float64) for dt in dts])
+    if n_vars < 2 or not len(cols):
+        return np.empty((0, n_vars))
+    rng = np.random.default_rng(20261129)
+    shape = (STRESS_POINTS, n_vars)
+    common = rng.choice(MODERATE_EXPONENTS, (STRESS_POINTS, 1))  # some inputs of a point share a moderate
+    far = rng.random(shape) < 0.5  # magnitude, the others (each with probability 1/2) a far one
+    e = np.where(far, rng.choice(FAR_EXPONENTS, (STRESS_POINTS, 1)), common).astype(np.float64)
+    X = rng.choice([-1.0, 1.0], shape) * rng.uniform(1.0, 10.0, shape) * 10.0 ** e
+    inside = np.all((X >= cols.min(axis=0)) & (X <= cols.max(axis=0)), axis=1)
+    return X[inside]
+
+
+def _stress_losses(cands, variables, X: np.ndarray) -> np.ndarray:
+    """``[candidate, point]``: is the candidate NaN or inf at a stress point where another is finite?"""
+    vals = np.empty((len(cands), len(X)))
+    with np.errstate(all="ignore"):
+        for k, (expr, _) in enumerate(cands):
+            vals[k] = np.broadcast_to(np.asarray(compile_numpy(expr, variables, "float64")(X), dtype=np.float64),
+                                      (len(X),))
+    bad = ~np.isfinite(vals)
+    return bad & (~bad).any(axis=0)
+
+
 def _split_keys(variables, samples, dts):
     """Quantities a regime may branch on, with their values at the sample points (all dtypes).
 
@@ -240,6 +279,15 @@ def best_split(cands: Sequence[tuple[sp.Expr, dict]], samples: dict, variables, 
     # candidates with about the same mean, the one that keeps every point within 2 ulps wins
     costs = np.concatenate([_penalised(np.stack([c[1][dt] for c in cands])) / max(len(samples[dt].X), 1)
                             / len(dts) for dt in dts], axis=1)
+    # A candidate that is NaN/inf at points of widely different input magnitudes where another is
+    # finite is charged 64 bits times the fraction of such points, at every point it would serve:
+    # the failures occur at every level of any key (two tiny inputs and two moderate ones), so
+    # no segment is safe from them however few of the sample's points show them (issue 16,
+    # point 1: no NaN/inf where the value is finite).
+    Xs = _magnitude_stress(samples, dts, len(variables))
+    if len(Xs):
+        costs = costs + (FAILED_BITS * _stress_losses(cands, variables, Xs).mean(axis=1)
+                         / costs.shape[1])[:, None]
     totals = costs.sum(axis=1)
     standalone = np.asarray(alone, dtype=bool) if alone is not None and any(alone) else np.ones(K, dtype=bool)
     single = int(np.flatnonzero(standalone)[np.argmin(totals[standalone])])
