@@ -172,8 +172,8 @@ def covering_series(series, exact, lead, last):
 
 MODERATE_EXPONENTS = np.array([-10, -3, -1, 0, 1, 3, 10])
 FAR_EXPONENTS = np.array([-300, -200, -150, -100, -50, 50, 100, 150, 200, 300])
-STRESS_POINTS = 256
-FAILED_BITS = 64.0  # a NaN/inf value, in bits of float64 error
+STRESS_POINTS = 1024
+FAILED_PENALTY = 1e4  # bits charged for a stress point where a candidate is NaN/inf and another is finite
 
 
 def _magnitude_stress(samples, dts, n_vars: int) -> np.ndarray:
@@ -209,16 +209,33 @@ def _stress_losses(cands, variables, X: np.ndarray) -> np.ndarray:
     return bad & (~bad).any(axis=0)
 
 
-def _split_keys(variables, samples, dts):
+def _failure_span(stress: np.ndarray, stress_vals: np.ndarray, sv: np.ndarray) -> np.ndarray:
+    """``[candidate, point]``: 1 where the key value ``sv`` lies between the smallest and the largest
+    key value of the stress points where the candidate fails (:func:`_stress_losses`), else 0.
+
+    A segment may hold a candidate only outside that span.  Overflow of ``exp(x)/(exp(x) + exp(y))``
+    spans ``max|input| > 709`` and leaves it the segment below; the underflow of ``(x^2 + y^2)^(3/2)``
+    at tiny x and y spans every level of every key (a and b can be anything), and a segment chosen
+    between the stress points that happen to show it would hold the failure all the same."""
+    span = np.zeros((stress.shape[0], len(sv)))
+    for k in np.flatnonzero(stress.any(axis=1)):
+        v = stress_vals[stress[k]]
+        span[k] = (sv >= v.min()) & (sv <= v.max())
+    return span
+
+
+def _split_keys(variables, samples, dts, extra=None):
     """Quantities a regime may branch on, with their values at the sample points (all dtypes).
 
     Each input, and for two to four inputs each pairwise difference ``v_i - v_j``: the
     accuracy of ``log(exp(x) + exp(y))`` and its derivatives depends on ``x - y``, not on
     either input, so a split on one input cannot separate the regimes (the issue's
     ``hessian(lse)`` at (80, 50) and (90, 50)).  Differences are formed in float64 from the
-    sample values (exact for the ordering that matters).
+    sample values (exact for the ordering that matters).  ``extra``: further points (the
+    magnitude stress points of :func:`best_split`), after the samples'.
     """
-    cols = [np.concatenate([samples[dt].X[:, j].astype(np.float64) for dt in dts]) for j in range(len(variables))]
+    blocks = [samples[dt].X.astype(np.float64) for dt in dts] + ([extra] if extra is not None else [])
+    cols = [np.concatenate([X[:, j] for X in blocks]) for j in range(len(variables))]
     keys = [(v, cols[j]) for j, v in enumerate(variables)]
     if 2 <= len(variables) <= 4:
         with np.errstate(all="ignore"):
@@ -233,7 +250,7 @@ def _split_keys(variables, samples, dts):
     return keys
 
 
-def _fewer_over(cands, samples, dts, variables, costs, best, keys=None, single=None) -> bool:
+def _fewer_over(cands, samples, dts, variables, costs, best, keys=None, single=None, stress=None) -> bool:
     """Does the split leave fewer points beyond 2 ulps than the best single candidate (``single``,
     the index :func:`best_split` compares with; default the lowest cost)?
 
@@ -241,7 +258,8 @@ def _fewer_over(cands, samples, dts, variables, costs, best, keys=None, single=N
     brings points back within 2 ulps (e.g. a cancellation-free form near the root
     of a derivative, which overflows far from it).
     """
-    over = np.concatenate([np.stack([c[1][dt] for c in cands]) > TWO_ULPS + 1e-9 for dt in dts], axis=1)
+    over = np.concatenate([np.stack([c[1][dt] for c in cands]) > TWO_ULPS + 1e-9 for dt in dts]
+                          + ([stress] if stress is not None else []), axis=1)
     single = int(np.argmin(costs.sum(axis=1))) if single is None else single
     _, j, ids, cuts = best
     vals = keys[j][1] if keys is not None else np.concatenate([samples[dt].X[:, j].astype(np.float64) for dt in dts])
@@ -279,24 +297,28 @@ def best_split(cands: Sequence[tuple[sp.Expr, dict]], samples: dict, variables, 
     # candidates with about the same mean, the one that keeps every point within 2 ulps wins
     costs = np.concatenate([_penalised(np.stack([c[1][dt] for c in cands])) / max(len(samples[dt].X), 1)
                             / len(dts) for dt in dts], axis=1)
-    # A candidate that is NaN/inf at points of widely different input magnitudes where another is
-    # finite is charged 64 bits times the fraction of such points, at every point it would serve:
-    # the failures occur at every level of any key (two tiny inputs and two moderate ones), so
-    # no segment is safe from them however few of the sample's points show them (issue 16,
-    # point 1: no NaN/inf where the value is finite).
+    # Points of widely different input magnitudes where a candidate is NaN/inf and another is not:
+    # FAILED_PENALTY bits each, and as much at every point inside the span of key values where the
+    # candidate fails (:func:`_failure_span`; issue 16, point 1: no NaN/inf where the value is
+    # finite).  Where no candidate fails there they are left out.
     Xs = _magnitude_stress(samples, dts, len(variables))
-    if len(Xs):
-        costs = costs + (FAILED_BITS * _stress_losses(cands, variables, Xs).mean(axis=1)
-                         / costs.shape[1])[:, None]
+    stress = _stress_losses(cands, variables, Xs) if len(Xs) else None
+    if stress is None or not stress.any():
+        Xs, stress = None, None
+    else:
+        n_ref = max(len(samples[dts[0]].X), 1) * len(dts)
+        costs = np.concatenate([costs, np.where(stress, FAILED_PENALTY / n_ref, 0.0)], axis=1)
     totals = costs.sum(axis=1)
     standalone = np.asarray(alone, dtype=bool) if alone is not None and any(alone) else np.ones(K, dtype=bool)
     single = int(np.flatnonzero(standalone)[np.argmin(totals[standalone])])
     best_single = totals[single]
     best = None
-    keys = _split_keys(variables, samples, dts)
+    keys = _split_keys(variables, samples, dts, Xs)
     for j, (v, vals) in enumerate(keys):
         order = np.argsort(vals, kind="stable")
         sv, C = vals[order], costs[:, order]
+        if stress is not None:
+            C = C + _failure_span(stress, vals[-stress.shape[1]:], sv) * (FAILED_PENALTY / n_ref)
         P = np.concatenate([np.zeros((K, 1)), np.cumsum(C, axis=1)], axis=1)
         tot = P[:, -1:]
         valid = np.concatenate([[False], sv[1:] > sv[:-1], [False]])
@@ -319,7 +341,7 @@ def best_split(cands: Sequence[tuple[sp.Expr, dict]], samples: dict, variables, 
     if best is None or best_single - best[0] <= 1e-9:
         return None
     if best_single - best[0] < max(min_gain, 0.1 * best_single) and not _fewer_over(
-            cands, samples, dts, variables, costs, best, keys, single):
+            cands, samples, dts, variables, costs, best, keys, single, stress):
         return None
     cost, j, ids, cuts = best
     v = keys[j][0]
