@@ -176,7 +176,7 @@ STRESS_POINTS = 1024
 FAILED_PENALTY = 1e4  # bits charged for a stress point where a candidate is NaN/inf and another is finite
 
 
-def _magnitude_stress(samples, dts, n_vars: int) -> np.ndarray:
+def _magnitude_stress(samples, dts, n_vars: int, n: int = STRESS_POINTS, seed: int = 20261129) -> np.ndarray:
     """float64 points whose inputs differ widely in magnitude (``+-m 10^e``: each input, with
     probability 1/2, at the point's moderate exponent, else at its far one), kept inside the box
     the samples span (the domain, as sampled).
@@ -188,40 +188,33 @@ def _magnitude_stress(samples, dts, n_vars: int) -> np.ndarray:
     cols = np.concatenate([samples[dt].X.astype(np.float64) for dt in dts])
     if n_vars < 2 or not len(cols):
         return np.empty((0, n_vars))
-    rng = np.random.default_rng(20261129)
-    shape = (STRESS_POINTS, n_vars)
-    common = rng.choice(MODERATE_EXPONENTS, (STRESS_POINTS, 1))  # some inputs of a point share a moderate
+    rng = np.random.default_rng(seed)
+    shape = (n, n_vars)
+    common = rng.choice(MODERATE_EXPONENTS, (n, 1))  # some inputs of a point share a moderate
     far = rng.random(shape) < 0.5  # magnitude, the others (each with probability 1/2) a far one
-    e = np.where(far, rng.choice(FAR_EXPONENTS, (STRESS_POINTS, 1)), common).astype(np.float64)
+    e = np.where(far, rng.choice(FAR_EXPONENTS, (n, 1)), common).astype(np.float64)
     X = rng.choice([-1.0, 1.0], shape) * rng.uniform(1.0, 10.0, shape) * 10.0 ** e
     inside = np.all((X >= cols.min(axis=0)) & (X <= cols.max(axis=0)), axis=1)
     return X[inside]
 
 
-def _stress_losses(cands, variables, X: np.ndarray) -> np.ndarray:
-    """``[candidate, point]``: is the candidate NaN or inf at a stress point where another is finite?"""
-    vals = np.empty((len(cands), len(X)))
-    with np.errstate(all="ignore"):
-        for k, (expr, _) in enumerate(cands):
-            vals[k] = np.broadcast_to(np.asarray(compile_numpy(expr, variables, "float64")(X), dtype=np.float64),
-                                      (len(X),))
-    bad = ~np.isfinite(vals)
-    return bad & (~bad).any(axis=0)
+def _stress_losses(cands, variables, X: np.ndarray, others=None) -> np.ndarray:
+    """``[candidate, point]``: is the candidate NaN or inf at a stress point where another of
+    ``others`` (default: of ``cands``) is finite and not 0?
 
-
-def _failure_span(stress: np.ndarray, stress_vals: np.ndarray, sv: np.ndarray) -> np.ndarray:
-    """``[candidate, point]``: 1 where the key value ``sv`` lies between the smallest and the largest
-    key value of the stress points where the candidate fails (:func:`_stress_losses`), else 0.
-
-    A segment may hold a candidate only outside that span.  Overflow of ``exp(x)/(exp(x) + exp(y))``
-    spans ``max|input| > 709`` and leaves it the segment below; the underflow of ``(x^2 + y^2)^(3/2)``
-    at tiny x and y spans every level of every key (a and b can be anything), and a segment chosen
-    between the stress points that happen to show it would hold the failure all the same."""
-    span = np.zeros((stress.shape[0], len(sv)))
-    for k in np.flatnonzero(stress.any(axis=1)):
-        v = stress_vals[stress[k]]
-        span[k] = (sv >= v.min()) & (sv <= v.max())
-    return span
+    No reference is computed (these points need mpmath more often than not); a finite, nonzero
+    value of another form stands for it.  A 0 does not: at b = -1e200 the quadratic formula's
+    conjugate ``-2c/(b + sqrt(b^2 - 4ac))`` is 0, and the root is 1e200."""
+    def values(group):
+        vals = np.empty((len(group), len(X)))
+        with np.errstate(all="ignore"):
+            for k, (expr, _) in enumerate(group):
+                vals[k] = np.broadcast_to(np.asarray(compile_numpy(expr, variables, "float64")(X),
+                                                     dtype=np.float64), (len(X),))
+        return vals
+    mine = values(cands)
+    peers = values(others) if others is not None else mine
+    return ~np.isfinite(mine) & (np.isfinite(peers) & (peers != 0)).any(axis=0)
 
 
 def _split_keys(variables, samples, dts, extra=None):
@@ -269,6 +262,62 @@ def _fewer_over(cands, samples, dts, variables, costs, best, keys=None, single=N
     return n_split < int(over[single].sum())
 
 
+MAX_BANS = 3  # candidates banned from a split, at most, before it is taken as it is
+CHECK_SEED = 20261130
+
+
+def _best_segments(keys, costs):
+    """``(cost, key index, candidate ids, cut indices)`` of the cheapest 2- or 3-segment split over
+    every key (``costs``: ``[candidate, point]``, the points in the order of the keys' values), or
+    None.  Exact in O(n) per candidate pair or triple, by prefix sums."""
+    K, best = costs.shape[0], None
+    for j, (v, vals) in enumerate(keys):
+        order = np.argsort(vals, kind="stable")
+        sv, C = vals[order], costs[:, order]
+        P = np.concatenate([np.zeros((K, 1)), np.cumsum(C, axis=1)], axis=1)
+        tot = P[:, -1:]
+        valid = np.concatenate([[False], sv[1:] > sv[:-1], [False]])
+        for a, b in itertools.permutations(range(K), 2):
+            two = np.where(valid, P[a] + tot[b] - P[b], np.inf)
+            i = int(np.argmin(two))
+            if best is None or two[i] < best[0] - 1e-12:
+                best = (two[i], j, (a, b), (i,))
+        for a, b, c in itertools.product(range(K), repeat=3):
+            if a == b or b == c:
+                continue
+            left = np.where(valid, P[a] - P[b], np.inf)
+            run = np.minimum.accumulate(left)
+            three = np.where(valid, run + P[b] + tot[c] - P[c], np.inf)
+            k2 = int(np.argmin(three))
+            if three[k2] < (best[0] if best else np.inf) - 1e-12:
+                i1 = int(np.argmin(np.where(valid[:k2 + 1], left[:k2 + 1], np.inf)))
+                if 0 < i1 < k2:
+                    best = (three[k2], j, (a, b, c), (i1, k2))
+    return best
+
+
+def _failing_pieces(best, keys, cands, samples, dts, variables) -> list[int]:
+    """Candidates of ``best``'s pieces that are NaN/inf, where another candidate is finite, at a
+    point of a second, larger magnitude stress sample inside their own segment.
+
+    The split is chosen between the first stress sample's failures; where a candidate's failures
+    depend on inputs other than the split quantity (tiny x and y, any a and b), a segment can
+    fall between them and still hold many: a second sample finds them."""
+    _, j, ids, cuts = best
+    key_expr, vals = keys[j]
+    X = _magnitude_stress(samples, dts, len(variables), n=4 * STRESS_POINTS, seed=CHECK_SEED)
+    if not len(X):
+        return []
+    with np.errstate(all="ignore"):
+        kv = np.broadcast_to(np.asarray(compile_numpy(key_expr, variables, "float64")(X), dtype=np.float64),
+                             (len(X),))
+    lost = _stress_losses([cands[k] for k in ids], variables, X, others=cands)
+    sv = np.sort(vals, kind="stable")
+    edges = [-np.inf] + [sv[c] for c in cuts] + [np.inf]
+    return sorted({ids[n] for n in range(len(ids))
+                   if np.any(lost[n] & (kv >= edges[n]) & (kv < edges[n + 1]))})
+
+
 def best_split(cands: Sequence[tuple[sp.Expr, dict]], samples: dict, variables, orig, min_gain=0.1,
                alone=None):
     """Best 2/3-segment regime over the candidates.
@@ -298,9 +347,9 @@ def best_split(cands: Sequence[tuple[sp.Expr, dict]], samples: dict, variables, 
     costs = np.concatenate([_penalised(np.stack([c[1][dt] for c in cands])) / max(len(samples[dt].X), 1)
                             / len(dts) for dt in dts], axis=1)
     # Points of widely different input magnitudes where a candidate is NaN/inf and another is not:
-    # FAILED_PENALTY bits each, and as much at every point inside the span of key values where the
-    # candidate fails (:func:`_failure_span`; issue 16, point 1: no NaN/inf where the value is
-    # finite).  Where no candidate fails there they are left out.
+    # FAILED_PENALTY bits each (issue 16, point 1: no NaN/inf where the value is finite); where no
+    # candidate fails there they are left out.  The split found is then checked on more such
+    # points, and a piece failing inside its own segment bans its candidate (see _failing_pieces).
     Xs = _magnitude_stress(samples, dts, len(variables))
     stress = _stress_losses(cands, variables, Xs) if len(Xs) else None
     if stress is None or not stress.any():
@@ -312,32 +361,16 @@ def best_split(cands: Sequence[tuple[sp.Expr, dict]], samples: dict, variables, 
     standalone = np.asarray(alone, dtype=bool) if alone is not None and any(alone) else np.ones(K, dtype=bool)
     single = int(np.flatnonzero(standalone)[np.argmin(totals[standalone])])
     best_single = totals[single]
-    best = None
     keys = _split_keys(variables, samples, dts, Xs)
-    for j, (v, vals) in enumerate(keys):
-        order = np.argsort(vals, kind="stable")
-        sv, C = vals[order], costs[:, order]
-        if stress is not None:
-            C = C + _failure_span(stress, vals[-stress.shape[1]:], sv) * (FAILED_PENALTY / n_ref)
-        P = np.concatenate([np.zeros((K, 1)), np.cumsum(C, axis=1)], axis=1)
-        tot = P[:, -1:]
-        valid = np.concatenate([[False], sv[1:] > sv[:-1], [False]])
-        for a, b in itertools.permutations(range(K), 2):
-            two = np.where(valid, P[a] + tot[b] - P[b], np.inf)
-            i = int(np.argmin(two))
-            if best is None or two[i] < best[0] - 1e-12:
-                best = (two[i], j, (a, b), (i,))
-        for a, b, c in itertools.product(range(K), repeat=3):
-            if a == b or b == c:
-                continue
-            left = np.where(valid, P[a] - P[b], np.inf)
-            run = np.minimum.accumulate(left)
-            three = np.where(valid, run + P[b] + tot[c] - P[c], np.inf)
-            k2 = int(np.argmin(three))
-            if three[k2] < (best[0] if best else np.inf) - 1e-12:
-                i1 = int(np.argmin(np.where(valid[:k2 + 1], left[:k2 + 1], np.inf)))
-                if 0 < i1 < k2:
-                    best = (three[k2], j, (a, b, c), (i1, k2))
+    best = _best_segments(keys, costs)
+    for _ in range(MAX_BANS):
+        banned = [] if best is None or stress is None else _failing_pieces(best, keys, cands, samples, dts,
+                                                                           variables)
+        if not banned:
+            break
+        costs = costs.copy()
+        costs[banned] += FAILED_PENALTY  # per point: the candidate serves no segment
+        best = _best_segments(keys, costs)
     if best is None or best_single - best[0] <= 1e-9:
         return None
     if best_single - best[0] < max(min_gain, 0.1 * best_single) and not _fewer_over(
