@@ -198,6 +198,21 @@ def _magnitude_stress(samples, dts, n_vars: int, n: int = STRESS_POINTS, seed: i
     return X[inside]
 
 
+def _real_at(orig, variables, X: np.ndarray) -> np.ndarray:
+    """Rows of ``X`` where ``orig`` may be real: its value in complex arithmetic has no imaginary
+    part, or one that is not finite (overflow: unknown, kept).  A stress point outside the real
+    domain (log of a negative ratio in the Bernoulli KL gradient) has no value a form could lose,
+    though forms that merge two logs are finite there.  All rows if ``orig`` has no complex
+    evaluation (hypot, erf ...)."""
+    try:
+        with np.errstate(all="ignore"):
+            z = np.broadcast_to(np.asarray(compile_numpy(orig, variables, "complex128")(X.astype(np.complex128))),
+                                (len(X),))
+    except Exception:  # noqa: BLE001 - an op with no complex facet: no filter
+        return np.ones(len(X), dtype=bool)
+    return ~(np.isfinite(z.imag) & (z.imag != 0))
+
+
 def _stress_losses(cands, variables, X: np.ndarray, others=None) -> np.ndarray:
     """``[candidate, point]``: is the candidate NaN or inf at a stress point where another of
     ``others`` (default: of ``cands``) is finite and not 0?
@@ -296,7 +311,7 @@ def _best_segments(keys, costs):
     return best
 
 
-def _failing_pieces(best, keys, cands, samples, dts, variables) -> list[int]:
+def _failing_pieces(best, keys, cands, samples, dts, variables, orig) -> list[int]:
     """Candidates of ``best``'s pieces that are NaN/inf, where another candidate is finite, at a
     point of a second, larger magnitude stress sample inside their own segment.
 
@@ -306,6 +321,7 @@ def _failing_pieces(best, keys, cands, samples, dts, variables) -> list[int]:
     _, j, ids, cuts = best
     key_expr, vals = keys[j]
     X = _magnitude_stress(samples, dts, len(variables), n=4 * STRESS_POINTS, seed=CHECK_SEED)
+    X = X[_real_at(orig, variables, X)] if len(X) else X
     if not len(X):
         return []
     with np.errstate(all="ignore"):
@@ -351,6 +367,7 @@ def best_split(cands: Sequence[tuple[sp.Expr, dict]], samples: dict, variables, 
     # candidate fails there they are left out.  The split found is then checked on more such
     # points, and a piece failing inside its own segment bans its candidate (see _failing_pieces).
     Xs = _magnitude_stress(samples, dts, len(variables))
+    Xs = Xs[_real_at(orig, variables, Xs)] if len(Xs) else Xs
     stress = _stress_losses(cands, variables, Xs) if len(Xs) else None
     if stress is None or not stress.any():
         Xs, stress = None, None
@@ -365,7 +382,7 @@ def best_split(cands: Sequence[tuple[sp.Expr, dict]], samples: dict, variables, 
     best = _best_segments(keys, costs)
     for _ in range(MAX_BANS):
         banned = [] if best is None or stress is None else _failing_pieces(best, keys, cands, samples, dts,
-                                                                           variables)
+                                                                           variables, orig)
         if not banned:
             break
         costs = costs.copy()
