@@ -25,8 +25,8 @@ import sympy as sp
 from ..ir.ddprogram import operation_count, program_of, to_sympy
 
 PATTERN = re.compile(r"\b_dd_region_[0-9a-f]{12}(?=\()")
-_CALLS = {"add": "_dd_add", "mul": "_dd_mul", "div": "_dd_div", "hypot": "_dd_hypot", "exp": "_dd_exp", "expm1": "_dd_expm1",
-          "log": "_dd_log", "log1p": "_dd_log1p", "sqrt": "_dd_sqrt", "sigmoid": "_dd_sigmoid",
+_CALLS = {"add": "_dd_add", "mul": "_dd_mul", "div": "_dd_div", "hypot": "_dd_hypot", "exp": "_dd_exp",
+          "expm1": "_dd_expm1", "log": "_dd_log", "log1p": "_dd_log1p", "sqrt": "_dd_sqrt", "sigmoid": "_dd_sigmoid",
           "softplus": "_dd_softplus"}
 JIT = '@numba.njit(cache=True, fastmath=False, error_model="numpy", nogil=True)'
 

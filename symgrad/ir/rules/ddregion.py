@@ -24,7 +24,7 @@ import mpmath
 import numpy as np
 import sympy as sp
 
-from ..ddprogram import OP_NAME, fold, helper_name, run_many, to_sympy
+from ..ddprogram import BINARY, OP_NAME, fold, helper_name, run_many, to_sympy
 from ..ops import E, OpDef, REGISTRY, broadcast_shapes, register
 from ..sympy_funcs import dd
 
@@ -84,7 +84,7 @@ class _Scalar:
     """The node an op's emit facet sees for one scalar instruction of a program."""
 
     def __init__(self, op: str):
-        self.op, self.shape, self.params, self.args = op, (), (), (0, 1) if op == "hypot" else (0,)
+        self.op, self.shape, self.params, self.args = op, (), (), (0, 1) if op in BINARY else (0,)
 
 
 def _emit(ctx, node, args):
