@@ -36,6 +36,7 @@ is not affected: its kernels compute the plain formula (in float64 when widened)
 """
 from __future__ import annotations
 
+import functools
 from typing import Sequence
 
 import numpy as np
@@ -81,8 +82,10 @@ def _candidates(expr: sp.Expr):
     return [(n_ops, ((path, node),), n_fun) for n_ops, _, path, node, n_fun in out]
 
 
+@functools.lru_cache(maxsize=4096)
 def _program(node: sp.Expr):
-    """``(dd operations, costly functions)`` of ``node``'s region, or None if it has none."""
+    """``(dd operations, costly functions)`` of ``node``'s region, or None if it has none (a memo:
+    candidates, pieces and the cost note ask for the same nodes)."""
     try:
         program = from_sympy_region(node, sorted(node.free_symbols, key=lambda s: s.name))
     except NotImplementedError:
@@ -127,10 +130,9 @@ def cost_note(region: sp.Expr) -> str:
     """``double-double region: N dd operations (k elementary functions)`` for the record and the CLI:
     an elementary function (exp, log ...) costs some 30-45 dd additions and multiplications; a
     square root or hypot, about one division, is counted as an operation."""
-    program = from_sympy_region(region, sorted(region.free_symbols, key=lambda s: s.name))
-    n_fun = sum(1 for ins in program if ins[0] in COSTLY)
+    n_ops, n_fun = _program(region)
     funs = f"{n_fun} elementary function{'s' if n_fun != 1 else ''}"
-    return f"double-double region: {operation_count(program)} dd operations ({funs})"
+    return f"double-double region: {n_ops} dd operations ({funs})"
 
 
 def _merge(a: Sample, b: Sample | None) -> Sample:

@@ -183,15 +183,16 @@ STRESS_POINTS = 1024
 FAILED_PENALTY = 1e4  # bits charged for a stress point where a candidate is NaN/inf and another is finite
 
 
-def _magnitude_stress(samples, dts, n_vars: int, n: int = STRESS_POINTS, seed: int = 20261129) -> np.ndarray:
+def _magnitude_stress(samples, dts, variables, orig, n: int = STRESS_POINTS, seed: int = 20261129) -> np.ndarray:
     """float64 points whose inputs differ widely in magnitude (``+-m 10^e``: each input, with
     probability 1/2, at the point's moderate exponent, else at its far one), kept inside the box
-    the samples span (the domain, as sampled).
+    the samples span (the domain, as sampled) and where ``orig`` may be real (:func:`_real_at`).
 
     A random sample of several inputs rarely holds the point that breaks a piece: over every
     float, the piece ``(x^2 + y^2)^(3/2)`` of a cosine-similarity gradient, taken for
     ``max|input| < 1e13``, underflows to NaN wherever x and y are both below 1e-103 and a or b
     is not, and 256 sample points held none such in that range.  Deterministic (fixed seed)."""
+    n_vars = len(variables)
     cols = np.concatenate([samples[dt].X.astype(np.float64) for dt in dts])
     if n_vars < 2 or not len(cols):
         return np.empty((0, n_vars))
@@ -201,8 +202,8 @@ def _magnitude_stress(samples, dts, n_vars: int, n: int = STRESS_POINTS, seed: i
     far = rng.random(shape) < 0.5  # magnitude, the others (each with probability 1/2) a far one
     e = np.where(far, rng.choice(FAR_EXPONENTS, (n, 1)), common).astype(np.float64)
     X = rng.choice([-1.0, 1.0], shape) * rng.uniform(1.0, 10.0, shape) * 10.0 ** e
-    inside = np.all((X >= cols.min(axis=0)) & (X <= cols.max(axis=0)), axis=1)
-    return X[inside]
+    X = X[np.all((X >= cols.min(axis=0)) & (X <= cols.max(axis=0)), axis=1)]
+    return X[_real_at(orig, variables, X)] if len(X) else X
 
 
 def _real_at(orig, variables, X: np.ndarray) -> np.ndarray:
@@ -220,23 +221,19 @@ def _real_at(orig, variables, X: np.ndarray) -> np.ndarray:
     return ~(np.isfinite(z.imag) & (z.imag != 0))
 
 
-def _stress_losses(cands, variables, X: np.ndarray, others=None) -> np.ndarray:
-    """``[candidate, point]``: is the candidate NaN or inf at a stress point where another of
-    ``others`` (default: of ``cands``) is finite and not 0?
+def _stress_losses(cands, variables, X: np.ndarray) -> np.ndarray:
+    """``[candidate, point]``: is the candidate NaN or inf at a stress point where another is
+    finite and not 0?
 
     No reference is computed (these points need mpmath more often than not); a finite, nonzero
     value of another form stands for it.  A 0 does not: at b = -1e200 the quadratic formula's
     conjugate ``-2c/(b + sqrt(b^2 - 4ac))`` is 0, and the root is 1e200."""
-    def values(group):
-        vals = np.empty((len(group), len(X)))
-        with np.errstate(all="ignore"):
-            for k, (expr, _) in enumerate(group):
-                vals[k] = np.broadcast_to(np.asarray(compile_numpy(expr, variables, "float64")(X),
-                                                     dtype=np.float64), (len(X),))
-        return vals
-    mine = values(cands)
-    peers = values(others) if others is not None else mine
-    return ~np.isfinite(mine) & (np.isfinite(peers) & (peers != 0)).any(axis=0)
+    vals = np.empty((len(cands), len(X)))
+    with np.errstate(all="ignore"):
+        for k, (expr, _) in enumerate(cands):
+            vals[k] = np.broadcast_to(np.asarray(compile_numpy(expr, variables, "float64")(X), dtype=np.float64),
+                                      (len(X),))
+    return ~np.isfinite(vals) & (np.isfinite(vals) & (vals != 0)).any(axis=0)
 
 
 def _split_keys(variables, samples, dts, extra=None):
@@ -318,27 +315,21 @@ def _best_segments(keys, costs):
     return best
 
 
-def _failing_pieces(best, keys, cands, samples, dts, variables, orig) -> list[int]:
+def _failing_pieces(best, keys, variables, X: np.ndarray, lost: np.ndarray) -> list[int]:
     """Candidates of ``best``'s pieces that are NaN/inf, where another candidate is finite, at a
-    point of a second, larger magnitude stress sample inside their own segment.
+    point of the check sample ``X`` (``lost``: its :func:`_stress_losses`) inside their own segment.
 
     The split is chosen between the first stress sample's failures; where a candidate's failures
     depend on inputs other than the split quantity (tiny x and y, any a and b), a segment can
-    fall between them and still hold many: a second sample finds them."""
+    fall between them and still hold many: a second, larger sample finds them."""
     _, j, ids, cuts = best
     key_expr, vals = keys[j]
-    X = _magnitude_stress(samples, dts, len(variables), n=4 * STRESS_POINTS, seed=CHECK_SEED)
-    X = X[_real_at(orig, variables, X)] if len(X) else X
-    if not len(X):
-        return []
     with np.errstate(all="ignore"):
         kv = np.broadcast_to(np.asarray(compile_numpy(key_expr, variables, "float64")(X), dtype=np.float64),
                              (len(X),))
-    lost = _stress_losses([cands[k] for k in ids], variables, X, others=cands)
     sv = np.sort(vals, kind="stable")
     edges = [-np.inf] + [sv[c] for c in cuts] + [np.inf]
-    return sorted({ids[n] for n in range(len(ids))
-                   if np.any(lost[n] & (kv >= edges[n]) & (kv < edges[n + 1]))})
+    return sorted({k for n, k in enumerate(ids) if np.any(lost[k] & (kv >= edges[n]) & (kv < edges[n + 1]))})
 
 
 def best_split(cands: Sequence[tuple[sp.Expr, dict]], samples: dict, variables, orig, min_gain=0.1,
@@ -373,8 +364,7 @@ def best_split(cands: Sequence[tuple[sp.Expr, dict]], samples: dict, variables, 
     # FAILED_PENALTY bits each (issue 16, point 1: no NaN/inf where the value is finite); where no
     # candidate fails there they are left out.  The split found is then checked on more such
     # points, and a piece failing inside its own segment bans its candidate (see _failing_pieces).
-    Xs = _magnitude_stress(samples, dts, len(variables))
-    Xs = Xs[_real_at(orig, variables, Xs)] if len(Xs) else Xs
+    Xs = _magnitude_stress(samples, dts, variables, orig)
     stress = _stress_losses(cands, variables, Xs) if len(Xs) else None
     if stress is None or not stress.any():
         Xs, stress = None, None
@@ -388,10 +378,14 @@ def best_split(cands: Sequence[tuple[sp.Expr, dict]], samples: dict, variables, 
     single = int(np.flatnonzero(standalone)[np.argmin(totals[standalone])])
     best_single = totals[single]
     keys = _split_keys(variables, samples, dts, Xs)
-    best = _best_segments(keys, costs)
+    best, check_lost = _best_segments(keys, costs), None
+    if best is not None and stress is not None:
+        check = _magnitude_stress(samples, dts, variables, orig, n=4 * STRESS_POINTS, seed=CHECK_SEED)
+        check_lost = _stress_losses(cands, variables, check) if len(check) else None
     for _ in range(MAX_BANS):
-        banned = [] if best is None or stress is None else _failing_pieces(best, keys, cands, samples, dts,
-                                                                           variables, orig)
+        if best is None or check_lost is None:
+            break
+        banned = _failing_pieces(best, keys, variables, check, check_lost)
         if not banned:
             break
         costs = costs.copy()
