@@ -22,12 +22,13 @@ import re
 
 import sympy as sp
 
-from ..ir.ddprogram import operation_count, program_of, to_sympy
+from ..ir.ddprogram import bound_spec, has_tails, operation_count, program_of, to_sympy, trusted_bound, without_tails
 
 PATTERN = re.compile(r"\b_dd_region_[0-9a-f]{12}(?=\()")
 _CALLS = {"add": "_dd_add", "mul": "_dd_mul", "div": "_dd_div", "hypot": "_dd_hypot", "exp": "_dd_exp",
           "expm1": "_dd_expm1", "log": "_dd_log", "log1p": "_dd_log1p", "sqrt": "_dd_sqrt", "sigmoid": "_dd_sigmoid",
-          "softplus": "_dd_softplus"}
+          "softplus": "_dd_softplus", "exp_tail": "_dd_exp_tail", "expm1_tail": "_dd_expm1_tail",
+          "log_tail": "_dd_log_tail", "log1p_tail": "_dd_log1p_tail"}
 JIT = '@numba.njit(cache=True, fastmath=False, error_model="numpy", nogil=True)'
 
 
@@ -39,6 +40,11 @@ def region_helpers(text: str) -> list[str]:
 def helper_source(name: str) -> str:
     """Source of helper ``name`` (a name :func:`symgrad.ir.ddprogram.helper_name` gave).
 
+    A program with first-order tails also computes each value's error bound ``s<k>``
+    (:func:`symgrad.ir.ddprogram.bound_spec`) and, where the result's exceeds the trusted bound,
+    computes the region again with dd functions (``u<k>_hi, u<k>_lo``), as
+    :func:`symgrad.ir.ddprogram.run` does.
+
     Raises:
       KeyError: ``name`` is not a region helper of this process.
     """
@@ -46,13 +52,33 @@ def helper_source(name: str) -> str:
     n_in = 1 + max((ins[1] for ins in program if ins[0] == "input"), default=-1)
     params = [f"a{i}" for i in range(n_in)]
     shown = to_sympy(program, [sp.Symbol(p) for p in params])
-    doc = (f'"""{shown} in double-double (Dekker 1971; Joldes, Muller & Popescu 2017), rounded once to '
+    tails = has_tails(program)
+    how = ("; exp, expm1, log, log1p in float64 with a first-order tail, again with dd functions where the "
+           "error bound shows cancellation" if tails else "")
+    doc = (f'"""{shown} in double-double (Dekker 1971; Joldes, Muller & Popescu 2017){how}, rounded once to '
            f'float64: {operation_count(program)} dd operations."""')
     lines = ["", JIT, f"def {name}({', '.join(params)}):", f"    {doc}"]
+    last = len(program) - 1
+    if not tails:
+        lines += _statements(program, params, "t")
+        lines.append(f"    return t{last}_hi + t{last}_lo")
+        return "\n".join(lines) + "\n"
+    for k, (statement, ins) in enumerate(zip(_statements(program, params, "t"), program)):
+        lines += [statement, f"    s{k} = {_bound(ins, k)}"]
+    lines += [f"    if t{last}_hi - t{last}_hi != 0.0 or s{last} <= {trusted_bound(program)!r} * abs(t{last}_hi):",
+              f"        return t{last}_hi + t{last}_lo", "    # the bound shows cancellation: dd functions"]
+    lines += _statements(without_tails(program), params, "u")
+    lines.append(f"    return u{last}_hi + u{last}_lo")
+    return "\n".join(lines) + "\n"
+
+
+def _statements(program: tuple, params: list[str], v: str) -> list[str]:
+    """One statement per instruction: ``<v><k>_hi, <v><k>_lo = ...``."""
+    hi = lambda j: f"{v}{j}_hi"  # noqa: E731
+    lo = lambda j: f"{v}{j}_lo"  # noqa: E731
+    out = []
     for k, ins in enumerate(program):
-        op, out = ins[0], f"t{k}_hi, t{k}_lo"
-        hi = lambda j: f"t{j}_hi"  # noqa: E731
-        lo = lambda j: f"t{j}_lo"  # noqa: E731
+        op = ins[0]
         if op == "input":
             rhs = f"{params[ins[1]]}, 0.0"
         elif op == "const":
@@ -67,7 +93,18 @@ def helper_source(name: str) -> str:
             rhs = f"{_CALLS[op]}({hi(ins[1])}, {lo(ins[1])}, {hi(ins[2])}, {lo(ins[2])})"
         else:
             rhs = f"{_CALLS[op]}({hi(ins[1])}, {lo(ins[1])})"
-        lines.append(f"    {out} = {rhs}")
-    last = len(program) - 1
-    lines.append(f"    return t{last}_hi + t{last}_lo")
-    return "\n".join(lines) + "\n"
+        out.append(f"    {hi(k)}, {lo(k)} = {rhs}")
+    return out
+
+
+def _bound(ins: tuple, k: int) -> str:
+    """The right-hand side of instruction ``k``'s error bound ``s<k>``."""
+    name, refs = bound_spec(ins, k)
+    operands = [f"t{j}_hi" if kind == "hi" else f"s{j}" if kind == "s" else repr(j) for kind, j in refs]
+    if name is None:
+        return "0.0"
+    if name == "copy":
+        return operands[0]
+    if name == "sum":
+        return " + ".join(operands)
+    return f"_{name}({', '.join(operands)})"

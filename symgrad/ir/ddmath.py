@@ -2,14 +2,15 @@
 
 A double-double (dd) number is an unevaluated sum ``hi + lo`` of two float64 values with
 ``|lo| <= ulp(hi) / 2``, about 106 significant bits.  These functions take and return such
-pairs as plain floats, using only float64 ``+ - * /``, comparisons and ``math.log1p`` /
-``math.sqrt`` / ``math.frexp`` / ``math.ldexp`` / ``math.hypot`` / ``math.floor``.  The same text runs three ways, with the same
-roundings: inside generated kernels (:mod:`symgrad.emit.prelude` copies the block between the
-two marker lines into each module that calls it, every name prefixed ``_``, each function
-``numba.njit`` with ``fastmath=False``, so no operation is contracted or reassociated); in the
-stabiliser, which scores a dd region with exactly the kernel's arithmetic
-(:mod:`symgrad.ir.ddprogram`); and in the tests against mpmath.  NumPy's array versions of the
-same algorithms (:mod:`symgrad.stabilize.ddarith`) compute the stabiliser's references.
+pairs as plain floats, using only float64 ``+ - * /``, comparisons and the ``math`` functions
+``log1p``, ``exp``, ``expm1``, ``log``, ``sqrt``, ``frexp``, ``ldexp``, ``hypot`` and ``floor``.
+The same text runs three ways, with the same roundings: inside generated kernels
+(:mod:`symgrad.emit.prelude` copies the block between the two marker lines into each module
+that calls it, every name prefixed ``_``, each function ``numba.njit`` with ``fastmath=False``,
+so no operation is contracted or reassociated); in the stabiliser, which scores a dd region
+with exactly the kernel's arithmetic (:mod:`symgrad.ir.ddprogram`); and in the tests against
+mpmath.  NumPy's array versions of the same algorithms (:mod:`symgrad.stabilize.ddarith`)
+compute the stabiliser's references.
 
 Algorithms:
 
@@ -30,7 +31,14 @@ Algorithms:
 * :func:`dd_log` and :func:`dd_log1p`: ``x = m 2^e`` with ``m`` in [1/sqrt 2, sqrt 2), then
   ``log1p(m - 1)`` by one Newton step on ``expm1`` from the float64 ``log1p`` (the error of a
   Newton step is quadratic: 2^-106 relative from a 2^-53 start; Muller et al. (2018),
-  "Handbook of Floating-Point Arithmetic", 2nd ed., sec. 4.9 and ch. 14).
+  "Handbook of Floating-Point Arithmetic", 2nd ed., sec. 4.9 and ch. 14);
+* :func:`dd_exp_tail`, :func:`dd_expm1_tail`, :func:`dd_log_tail`, :func:`dd_log1p_tail`: the
+  float64 function (libm) at the high part plus the first-order term of the low part: accurate
+  to float64 (one libm rounding), not to 106 bits, at about the cost of one dd multiplication.
+  They serve regions whose loss is the rounding of an elementary function's *argument*
+  (``exp(-a/x)``: float64 multiplies the argument's 0.5-ulp rounding by ``|a/x|``), the
+  technique of accurate ``pow`` implementations (the logarithm in extended precision, then
+  ``exp(hi) (1 + lo)``; Muller et al. 2018, sec. 14.3).
 
 Overflow and NaN: when a dd operation's high part is not finite it returns float64's own
 result for the high parts (``ah + bh``, ``ah * bh`` ...) and a zero tail, so a dd region is inf
@@ -44,7 +52,9 @@ import math
 
 __all__ = ["dd_two_sum", "dd_fast_two_sum", "dd_two_prod", "dd_add", "dd_mul", "dd_div", "dd_sqrt",
            "dd_exp", "dd_expm1", "dd_expm1_small", "dd_log", "dd_log1p", "dd_sigmoid", "dd_softplus",
-           "dd_powi", "dd_hypot"]
+           "dd_powi", "dd_hypot", "dd_exp_tail", "dd_expm1_tail", "dd_log_tail", "dd_log1p_tail",
+           "dd_err_mul", "dd_err_div", "dd_err_powi", "dd_err_sqrt", "dd_err_hypot", "dd_err_exp_tail",
+           "dd_err_expm1_tail", "dd_err_log_tail", "dd_err_log1p_tail"]
 
 # ---- generated modules copy the text from here to the end marker (symgrad.emit.prelude): ----
 # ---- top-level names only, using math; every name is prefixed _ there, functions njit. ----
@@ -55,6 +65,7 @@ DD_INV_LN2 = 1.4426950408889634
 DD_LN2_HI = 0.6931471805599453
 DD_LN2_LO = 2.3190468138462996e-17
 DD_SQRT_HALF = 0.7071067811865476
+DD_EXP_MAX = 709.782712893384  # the largest float64 whose exp is finite
 
 
 def dd_two_sum(a, b):
@@ -314,4 +325,108 @@ def dd_softplus(xh, xl):
         return dd_add(xh, xl, lh, ll)
     eh, el = dd_exp(xh, xl)
     return dd_log1p(eh, el)
+
+def dd_exp_tail(xh, xl):
+    """exp of a dd to float64 accuracy, cheaply: libm ``exp(xh)`` times ``1 + xl``.
+
+    ``exp(xh + xl) = exp(xh) (1 + xl + xl^2/2 ...)`` and ``|xl| <= ulp(xh)/2``, so the first-order
+    tail carries the argument's low part (``|xh| * 2^-53`` relative, up to 2^-43 at |x| = 700: the
+    error float64 would amplify from a rounded argument) and what it drops is below 2^-86.  The
+    result is one libm rounding (glibc: < 1 ulp) from exact: a float64-accurate value, not a
+    106-bit one (:func:`dd_exp` is that, at 30-40x the cost)."""
+    if xh > DD_EXP_MAX:  # inf (Python's math.exp would raise)
+        return math.inf, 0.0
+    e = math.exp(xh)
+    if e - e != 0.0 or e == 0.0:  # NaN, underflow: float64's result
+        return e, 0.0
+    return dd_fast_two_sum(e, e * xl)
+
+
+def dd_expm1_tail(xh, xl):
+    """expm1 of a dd to float64 accuracy: libm ``expm1(xh)`` plus ``exp(xh) xl`` (first order,
+    as :func:`dd_exp_tail`; ``d expm1 = exp``)."""
+    if xh > DD_EXP_MAX:
+        return math.inf, 0.0
+    m = math.expm1(xh)
+    if m - m != 0.0:
+        return m, 0.0
+    return dd_two_sum(m, (m + 1.0) * xl)
+
+
+def dd_log_tail(xh, xl):
+    """log of a dd to float64 accuracy: libm ``log(xh)`` plus ``xl / xh`` (first order: the
+    dropped ``(xl/xh)^2 / 2`` is below 2^-106)."""
+    if xh != xh or xh < 0.0:
+        return math.nan, 0.0
+    if xh == 0.0:
+        return -math.inf, 0.0
+    if xh == math.inf:
+        return xh, 0.0
+    return dd_two_sum(math.log(xh), xl / xh)
+
+
+def dd_log1p_tail(xh, xl):
+    """log1p of a dd to float64 accuracy: libm ``log1p(xh)`` plus ``xl / (1 + xh)`` (first order)."""
+    if xh != xh or xh < -1.0:
+        return math.nan, 0.0
+    if xh == -1.0:
+        return -math.inf, 0.0
+    if xh == math.inf:
+        return xh, 0.0
+    return dd_two_sum(math.log1p(xh), xl / (1.0 + xh))
+
+
+# Running error bounds of a region with first-order tails (a ``ddt`` region): ``s`` is a bound on
+# a value's absolute error in units of u = 2^-53, first order (Higham 2002, "Accuracy and
+# Stability of Numerical Algorithms", 2nd ed., sec. 3.1), counting only the libm roundings
+# (DD_LIBM_ULPS ulps = 2 DD_LIBM_ULPS u of the output each; the dd arithmetic's own errors,
+# about u^2, are left out).  Where the bound shows the roundings amplified by cancellation
+# (the adaptive-precision idea of Shewchuk 1997, "Adaptive precision floating-point arithmetic
+# and fast robust geometric predicates"), the region is computed again with dd functions.
+DD_LIBM_ULPS = 1.0  # the bound assumed for libm exp, expm1, log, log1p (glibc: 0.51-0.9 ulp)
+
+
+def dd_err_mul(ah, sa, bh, sb):
+    """Error bound of ``a * b`` from those of ``a`` and ``b``."""
+    return abs(ah) * sb + abs(bh) * sa
+
+
+def dd_err_div(vh, sa, bh, sb):
+    """Error bound of ``v = a / b``."""
+    return dd_quotient(sa + abs(vh) * sb, abs(bh))
+
+
+def dd_err_powi(vh, ah, sa, n):
+    """Error bound of ``v = a ** n``."""
+    return dd_quotient(abs(n * vh) * sa, abs(ah))
+
+
+def dd_err_sqrt(vh, sa):
+    """Error bound of ``v = sqrt(a)``."""
+    return dd_quotient(sa, 2.0 * vh)
+
+
+def dd_err_hypot(vh, ah, sa, bh, sb):
+    """Error bound of ``v = hypot(a, b)``."""
+    return dd_quotient(abs(ah) * sa + abs(bh) * sb, vh)
+
+
+def dd_err_exp_tail(vh, sa):
+    """Error bound of ``v = exp(a)`` by :func:`dd_exp_tail`."""
+    return abs(vh) * (sa + 2.0 * DD_LIBM_ULPS)
+
+
+def dd_err_expm1_tail(vh, sa):
+    """Error bound of ``v = expm1(a)`` by :func:`dd_expm1_tail`."""
+    return abs(vh + 1.0) * sa + 2.0 * DD_LIBM_ULPS * abs(vh)
+
+
+def dd_err_log_tail(vh, ah, sa):
+    """Error bound of ``v = log(a)`` by :func:`dd_log_tail`."""
+    return dd_quotient(sa, abs(ah)) + 2.0 * DD_LIBM_ULPS * abs(vh)
+
+
+def dd_err_log1p_tail(vh, ah, sa):
+    """Error bound of ``v = log1p(a)`` by :func:`dd_log1p_tail`."""
+    return dd_quotient(sa, abs(1.0 + ah)) + 2.0 * DD_LIBM_ULPS * abs(vh)
 # ---- end of the text generated modules copy ----

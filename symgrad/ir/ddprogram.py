@@ -10,6 +10,12 @@ whose parameter is ``u`` as a tuple of instructions, each referring to earlier o
 * ``(op, a)`` / ``(op, a, b)`` for ``op`` in :data:`UNARY` / :data:`BINARY`;
 * ``("powi", a, n)``: ``a ** n`` for an integer ``n``.
 
+A region marked ``ddt(u)`` (:class:`symgrad.ir.sympy_funcs.ddt`) has the same arithmetic and,
+for exp, expm1, log and log1p, the instructions of :data:`TAIL` (``exp_tail`` ...): the float64
+function at the argument's high part plus the first-order term of its low part
+(:func:`symgrad.ir.ddmath.dd_exp_tail`), float64-accurate at about the cost of one dd
+multiplication.
+
 The value is the last instruction's.  A program holds only names from these tables, integers
 and floats (never user text), so the code printed from it (:mod:`symgrad.emit.ddregion`) is
 safe by construction.  :func:`run` evaluates it with :mod:`.ddmath`, the same functions and
@@ -26,9 +32,9 @@ import sympy as sp
 
 from . import ddmath as D
 from .interpret import sympy_number
-from .sympy_funcs import dd, expm1, hypot, log1p, sigmoid, softplus
+from .sympy_funcs import dd, ddt, expm1, hypot, log1p, sigmoid, softplus
 
-__all__ = ["dd_regions_enabled", "OP_NAME", "UNARY", "BINARY", "from_sympy_region", "fold", "to_sympy", "run", "run_many",
+__all__ = ["dd_regions_enabled", "OP_NAME", "UNARY", "BINARY", "TAIL", "BASE", "has_tails", "marker_of", "region_of", "bound_spec", "trusted_bound", "without_tails", "from_sympy_region", "fold", "to_sympy", "run", "run_many",
            "operation_count",
            "helper_name", "program_of", "INSTRUCTIONS"]
 
@@ -50,7 +56,11 @@ def dd_regions_enabled() -> bool:
 
 OP_NAME = "dd_region"  # the graph op of a region (symgrad.ir.rules.ddregion)
 UNARY = {"neg": None, "exp": D.dd_exp, "expm1": D.dd_expm1, "log": D.dd_log, "log1p": D.dd_log1p,
-         "sqrt": D.dd_sqrt, "sigmoid": D.dd_sigmoid, "softplus": D.dd_softplus}
+         "sqrt": D.dd_sqrt, "sigmoid": D.dd_sigmoid, "softplus": D.dd_softplus,
+         "exp_tail": D.dd_exp_tail, "expm1_tail": D.dd_expm1_tail, "log_tail": D.dd_log_tail,
+         "log1p_tail": D.dd_log1p_tail}
+TAIL = {"exp": "exp_tail", "expm1": "expm1_tail", "log": "log_tail", "log1p": "log1p_tail"}  # in ddt regions
+BASE = {**{op: op for op in UNARY}, **{tail: op for op, tail in TAIL.items()}}  # the function an instruction computes
 BINARY = {"add": D.dd_add, "sub": None, "mul": D.dd_mul, "div": D.dd_div, "hypot": D.dd_hypot}
 _SYMPY_UNARY = {sp.exp: "exp", expm1: "expm1", sp.log: "log", log1p: "log1p", sigmoid: "sigmoid",
                 softplus: "softplus"}
@@ -68,8 +78,10 @@ def _is_negative(t) -> bool:  # as symgrad.ir.from_sympy: terms printed as subtr
     return t.could_extract_minus_sign() and not t.is_Number or (t.is_Number and t < 0)
 
 
-def from_sympy_region(u: sp.Expr, variables) -> tuple:
-    """The program of ``u`` over ``variables`` (ordered symbols).
+def from_sympy_region(u: sp.Expr, variables, tails: bool = False) -> tuple:
+    """The program of ``u`` over ``variables`` (ordered symbols); with ``tails``, exp, expm1,
+    log and log1p are the float64 functions with a first-order tail (:data:`TAIL`), the program
+    of ``ddt(u)``.
 
     Sums are formed in :func:`symgrad.ir.from_sympy.from_sympy`'s order (positive terms by
     ``default_sort_key``, then the negative ones subtracted), products as numerator then
@@ -77,7 +89,7 @@ def from_sympy_region(u: sp.Expr, variables) -> tuple:
 
     Raises:
       NotImplementedError: ``u`` has a node with no double-double routine (sin, a power whose
-        exponent is not a multiple of 1/2, Piecewise ...).
+        exponent is not a multiple of 1/2, Piecewise ...; with ``tails``, sigmoid and softplus).
     """
     prog: list[tuple] = []
     memo: dict = {}
@@ -130,7 +142,7 @@ def from_sympy_region(u: sp.Expr, variables) -> tuple:
         if e.is_Pow:
             base, ex = e.args
             if base == sp.E:
-                return add(("exp", rec(ex)))
+                return add((unary("exp"), rec(ex)))
             if ex == sp.Rational(1, 2):
                 return add(("sqrt", rec(base)))
             if ex == sp.Rational(-1, 2):
@@ -147,10 +159,24 @@ def from_sympy_region(u: sp.Expr, variables) -> tuple:
         name = _SYMPY_UNARY.get(e.func)
         if name is None:
             raise NotImplementedError(f"double-double region: no routine for {e.func.__name__}")
-        return add((name, rec(e.args[0])))
+        return add((unary(name), rec(e.args[0])))
+
+    def unary(name: str) -> str:
+        if not tails:
+            return name
+        if name not in TAIL:
+            raise NotImplementedError(f"double-double region with first-order tails: no routine for {name}")
+        return TAIL[name]
 
     rec(sp.sympify(u))
     return tuple(prog)
+
+
+def region_of(mark: dd) -> tuple[list, tuple]:
+    """``(leaves, program)`` of a marked region ``dd(u)`` or ``ddt(u)``: the free symbols of ``u``
+    sorted by name (the ``dd_region`` node's arguments) and ``u``'s program over them."""
+    leaves = sorted(mark.free_symbols, key=lambda s: s.name)
+    return leaves, from_sympy_region(mark.args[0], leaves, tails=isinstance(mark, ddt))
 
 
 def fold(program: tuple, args, *, const, neg, powi, binary, unary):
@@ -190,7 +216,17 @@ def _sympy_const(hi: float, lo: float) -> sp.Expr:
 def to_sympy(program: tuple, args) -> sp.Expr:
     """The SymPy expression ``program`` computes from the SymPy values ``args``."""
     return fold(program, args, const=_sympy_const, neg=lambda a: -a, powi=lambda a, n: a ** n,
-                binary=lambda op, a, b: _SYMPY_BINARY[op](a, b), unary=lambda op, a: _SYMPY_OF[op](a))
+                binary=lambda op, a, b: _SYMPY_BINARY[op](a, b), unary=lambda op, a: _SYMPY_OF[BASE[op]](a))
+
+
+def has_tails(program: tuple) -> bool:
+    """Has ``program`` a first-order-tail instruction (is it the program of a ``ddt`` region)?"""
+    return any(ins[0] in BASE and ins[0] != BASE[ins[0]] for ins in program)
+
+
+def marker_of(program: tuple):
+    """The SymPy mark of ``program``'s region: :class:`~.sympy_funcs.ddt` or :class:`~.sympy_funcs.dd`."""
+    return ddt if has_tails(program) else dd
 
 
 def operation_count(program: tuple) -> int:
@@ -200,22 +236,121 @@ def operation_count(program: tuple) -> int:
 
 def run(program: tuple, *args: float) -> float:
     """Value of ``program`` at float64 ``args``, exactly as the kernel's helper computes it:
-    :mod:`.ddmath` on every instruction, ``hi + lo`` rounded once at the end."""
-    def binary(op, a, b):
-        return D.dd_add(*a, -b[0], -b[1]) if op == "sub" else BINARY[op](*a, *b)
-    hi, lo = fold(program, [(float(v), 0.0) for v in args], const=lambda h, l: (h, l),  # noqa: E741
-                  neg=lambda a: (-a[0], -a[1]), powi=lambda a, n: D.dd_powi(*a, n), binary=binary,
-                  unary=lambda op, a: UNARY[op](*a))
-    return hi + lo
+    :mod:`.ddmath` on every instruction, ``hi + lo`` rounded once at the end.  A program with
+    first-order tails (:func:`has_tails`) also carries each value's error bound
+    (:func:`bound_spec`); where the result's bound exceeds :func:`trusted_bound` times its
+    magnitude, the region is computed again with the dd functions (:func:`without_tails`)."""
+    return _run(program, args)[0]
 
 
-def run_many(program: tuple, columns) -> np.ndarray:
-    """:func:`run` at every row: ``columns`` are float64 arrays of one length (one per input)."""
+def _run(program: tuple, args) -> tuple[float, bool]:
+    """``(value, whether the region was computed again with dd functions)``."""
+    if not has_tails(program):
+        hi, lo = _run_dd(program, args)
+        return hi + lo, False
+    vals, bounds = [], []
+    for k, ins in enumerate(program):
+        vals.append(_step(ins, vals, args))
+        name, refs = bound_spec(ins, k)
+        operands = [vals[j][0] if kind == "hi" else bounds[j] if kind == "s" else j for kind, j in refs]
+        bounds.append(0.0 if name is None else sum(operands) if name == "sum" else
+                      operands[0] if name == "copy" else getattr(D, name)(*operands))
+    hi, lo = vals[-1]
+    if hi - hi != 0.0 or bounds[-1] <= trusted_bound(program) * abs(hi):
+        return hi + lo, False
+    hi, lo = _run_dd(without_tails(program), args)
+    return hi + lo, True
+
+
+def _step(ins: tuple, vals: list, args) -> tuple[float, float]:
+    op = ins[0]
+    if op == "input":
+        return float(args[ins[1]]), 0.0
+    if op == "const":
+        return ins[1], ins[2]
+    if op == "neg":
+        return -vals[ins[1]][0], -vals[ins[1]][1]
+    if op == "powi":
+        return D.dd_powi(*vals[ins[1]], ins[2])
+    if op == "sub":
+        (ah, al), (bh, bl) = vals[ins[1]], vals[ins[2]]
+        return D.dd_add(ah, al, -bh, -bl)
+    if op in BINARY:
+        return BINARY[op](*vals[ins[1]], *vals[ins[2]])
+    return UNARY[op](*vals[ins[1]])
+
+
+def _run_dd(program: tuple, args) -> tuple[float, float]:
+    vals: list = []
+    for ins in program:
+        vals.append(_step(ins, vals, args))
+    return vals[-1]
+
+
+# The error bound of each instruction of a program with tails (symgrad.ir.ddmath, "Running error
+# bounds"): the ddmath function and its operands -- "v" the instruction's high part, "a"/"b" its
+# operands' high parts, "sa"/"sb" their bounds, "n" the integer exponent.
+_BOUND = {"mul": ("dd_err_mul", ("a", "sa", "b", "sb")), "div": ("dd_err_div", ("v", "sa", "b", "sb")),
+          "hypot": ("dd_err_hypot", ("v", "a", "sa", "b", "sb")), "powi": ("dd_err_powi", ("v", "a", "sa", "n")),
+          "sqrt": ("dd_err_sqrt", ("v", "sa")), "exp_tail": ("dd_err_exp_tail", ("v", "sa")),
+          "expm1_tail": ("dd_err_expm1_tail", ("v", "sa")), "log_tail": ("dd_err_log_tail", ("v", "a", "sa")),
+          "log1p_tail": ("dd_err_log1p_tail", ("v", "a", "sa"))}
+
+
+def bound_spec(ins: tuple, k: int) -> tuple:
+    """``(name, refs)``: how instruction ``k`` (``ins``) of a program with tails bounds its error.
+    ``name`` is None (an input or constant: exact), ``"copy"`` (negation), ``"sum"`` (addition,
+    subtraction) or a :mod:`.ddmath` ``dd_err_*`` function; ``refs`` its operands, each
+    ``("hi", j)`` (instruction ``j``'s high part), ``("s", j)`` (its bound) or ``("n", n)``
+    (the exponent of ``powi``, as a float).
+
+    Raises:
+      KeyError: ``ins`` is an instruction with no bound (a dd elementary function: not in a
+        program with tails).
+    """
+    op = ins[0]
+    if op in ("input", "const"):
+        return None, ()
+    if op == "neg":
+        return "copy", (("s", ins[1]),)
+    if op in ("add", "sub"):
+        return "sum", (("s", ins[1]), ("s", ins[2]))
+    name, pattern = _BOUND[op]
+    refs = {"v": ("hi", k), "a": ("hi", ins[1]), "sa": ("s", ins[1])}
+    if op == "powi":
+        refs["n"] = ("n", float(ins[2]))
+    elif op in BINARY:
+        refs.update(b=("hi", ins[2]), sb=("s", ins[2]))
+    return name, tuple(refs[p] for p in pattern)
+
+
+def trusted_bound(program: tuple) -> float:
+    """The largest error bound, in units of u = 2^-53 times the result's magnitude, at which a
+    program with tails keeps its result: the bound of its libm roundings when no cancellation
+    amplifies them (``2 DD_LIBM_ULPS`` per function, relative errors adding through products),
+    plus 2 (one ulp).  Beyond it the roundings were amplified, and the region is recomputed
+    with dd functions."""
+    n_tail = sum(1 for ins in program if ins[0] in TAIL.values())
+    return 2.0 * D.DD_LIBM_ULPS * n_tail + 2.0
+
+
+def without_tails(program: tuple) -> tuple:
+    """``program`` with each first-order-tail instruction replaced by its dd function."""
+    return tuple((BASE[ins[0]], *ins[1:]) if ins[0] in BASE else ins for ins in program)
+
+
+def run_many(program: tuple, columns, recomputed: list | None = None) -> np.ndarray:
+    """:func:`run` at every row: ``columns`` are float64 arrays of one length (one per input).
+    ``recomputed``, if given, receives the number of rows a program with tails computed again
+    with dd functions (what the region costs beyond its tails)."""
     cols = [np.asarray(c, dtype=np.float64) for c in columns]
     n = len(cols[0]) if cols else 1
-    out = np.empty(n)
+    out, again = np.empty(n), 0
     for i in range(n):
-        out[i] = run(program, *[c[i] for c in cols])
+        out[i], fell_back = _run(program, [c[i] for c in cols])
+        again += fell_back
+    if recomputed is not None:
+        recomputed.append(again)
     return out
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import sympy as sp
 
 from .graph import Graph
-from .ddprogram import OP_NAME as DD_REGION, from_sympy_region
+from .ddprogram import OP_NAME as DD_REGION, region_of
 from .ops import sympy_functions, sympy_relations
 from .sympy_funcs import dd
 
@@ -121,8 +121,8 @@ def from_sympy(g: Graph, expr, leaves: dict) -> int:
                 acc = g.apply(name, acc, rec(a))
             return acc
         if isinstance(e, dd):  # one double-double region node over the region's leaves, sorted by name
-            syms = sorted(e.free_symbols, key=lambda s: s.name)
-            return g.apply(DD_REGION, *[rec(s) for s in syms], params=(from_sympy_region(e.args[0], syms),))
+            syms, program = region_of(e)
+            return g.apply(DD_REGION, *[rec(s) for s in syms], params=(program,))
         func = type(e)
         if func in _FUNCTIONS:
             return g.apply(_FUNCTIONS[func], *[rec(a) for a in e.args])

@@ -42,11 +42,12 @@ from typing import Sequence
 import numpy as np
 import sympy as sp
 
-from symgrad.ir.ddprogram import UNARY, from_sympy_region, operation_count
-from symgrad.ir.sympy_funcs import dd
+from symgrad.ir.ddprogram import TAIL, UNARY, from_sympy_region, operation_count, region_of, run_many
+from symgrad.ir.sympy_funcs import dd, ddt
 
 from .accuracy import Sample, make_sample, point_bits
 from .budget import cpu_clock
+from .numeric import evaluate
 from .reference import compile_mpmath
 from .result import RewriteRecord
 from .search import _cond_bits, positions
@@ -60,15 +61,21 @@ MAX_CANDIDATES = 24  # regions scored at most (cheapest first)
 # tried only when float64 loses at least this many bits somewhere (2^6 = 64 ulps: cancellation
 # no rewrite can repair, as next to a root), not for the few ulps a libm rounding costs.
 MIN_LOSS_BITS = 6.0
-COSTLY = frozenset(UNARY) - {"neg", "sqrt"}  # exp, log ...: 30-45 dd operations each (a dd sqrt: about one division)
+# exp, log ...: 30-45 dd operations each (a dd sqrt: about one division; a first-order tail, about one dd product)
+COSTLY = frozenset(UNARY) - {"neg", "sqrt"} - frozenset(TAIL.values())
 ONE_ULP = 1.0  # bits (log2(1 + 1))
 PROBE_POINTS, PROBE_SEED = 1024, 5  # the larger sample of the second trigger (references in dd: cheap)
 MAX_COND_POINTS = 32  # points whose condition number is computed to see whether a smaller loss calls for a region
+# A ddt region computes itself again with dd functions where its error bound shows cancellation: a
+# cheap region (second trigger) may do so at this share of the points at most, else it costs what
+# a region with dd functions does (exp(-a/x) - exp(-a/y) as written recomputes wherever x ~ y).
+MAX_RECOMPUTED = 0.1
 
 
 def _candidates(expr: sp.Expr):
-    """``(dd operations, ((path, node),), elementary functions)`` of every subexpression with a
-    dd routine, cheapest first."""
+    """``(dd operations, ((path, node, mark),), elementary functions in dd)`` of every
+    subexpression with a dd routine, cheapest first; ``mark`` is :class:`dd`, or :class:`ddt`
+    for the same node with its elementary functions in float64 with a first-order tail."""
     out, seen = [], set()
     for k, (path, node) in enumerate(positions(expr)):
         if node.is_Atom or not node.free_symbols or isinstance(node, sp.Piecewise) or node in seen \
@@ -76,27 +83,37 @@ def _candidates(expr: sp.Expr):
             continue
         seen.add(node)
         prog = _program(node)
-        if prog is not None:
-            out.append((prog[0], k, path, node, prog[1]))
-    out.sort(key=lambda c: (c[0], c[1]))
-    return [(n_ops, ((path, node),), n_fun) for n_ops, _, path, node, n_fun in out]
+        if prog is None:
+            continue
+        out.append((prog[0], k, 1, path, node, prog[1], dd))
+        tail = _program(node, True) if prog[1] else None
+        if tail is not None:
+            out.append((tail[0], k, 0, path, node, 0, ddt))
+    out.sort(key=lambda c: c[:3])
+    return [(n_ops, ((path, node, mark),), n_fun) for n_ops, _, _, path, node, n_fun, mark in out]
 
 
 @functools.lru_cache(maxsize=4096)
-def _program(node: sp.Expr):
-    """``(dd operations, costly functions)`` of ``node``'s region, or None if it has none (a memo:
-    candidates, pieces and the cost note ask for the same nodes)."""
+def _program(node: sp.Expr, tails: bool = False):
+    """``(dd operations, costly functions)`` of ``node``'s region (with first-order tails for
+    ``tails``: a ``ddt`` region), or None if it has none (a memo: candidates, pieces and the cost
+    note ask for the same nodes)."""
     try:
-        program = from_sympy_region(node, sorted(node.free_symbols, key=lambda s: s.name))
+        program = from_sympy_region(node, sorted(node.free_symbols, key=lambda s: s.name), tails=tails)
     except NotImplementedError:
         return None
     return operation_count(program), sum(1 for ins in program if ins[0] in COSTLY)
 
 
-def _arithmetic(node: sp.Expr) -> bool:
-    """Has ``node`` a region of arithmetic, square roots and hypot only (no exp, log ...)?"""
+def _cheap(node: sp.Expr):
+    """The mark of ``node``'s cheap region (:class:`dd` for arithmetic, square roots and hypot
+    only; :class:`ddt` when it has exp, expm1, log or log1p), or None if it has none."""
+    if not node.free_symbols:
+        return None
     prog = _program(node)
-    return bool(node.free_symbols) and prog is not None and not prog[1]
+    if prog is not None and not prog[1]:
+        return dd
+    return ddt if _program(node, True) is not None else None
 
 
 def _leaves(expr: sp.Expr, path=()):
@@ -116,20 +133,27 @@ def _whole_pieces(expr, original, variables, at_bad: Sample) -> list:
     domain never reaches).  Arithmetic, square roots and hypot only."""
     before, out, marks, n_ops = point_bits(expr, variables, at_bad), [], [], 0
     for path, leaf in _leaves(expr):
-        if _arithmetic(leaf) and (point_bits(_marked(expr, ((path, leaf),)), variables, at_bad) < before).any():
-            marks.append((path, leaf))
-            n_ops += _program(leaf)[0]
+        mark = _cheap(leaf)
+        if mark is not None and (point_bits(_marked(expr, ((path, leaf, mark),)), variables, at_bad) < before).any():
+            marks.append((path, leaf, mark))
+            n_ops += _program(leaf, mark is ddt)[0]
     if marks:
         out.append((n_ops, tuple(marks), 0))
-    if _arithmetic(original) and original != expr:
-        out.append((_program(original)[0], (((), original),), 0))
+    mark = _cheap(original)
+    if mark is not None and original != expr:
+        out.append((_program(original, mark is ddt)[0], (((), original, mark),), 0))
     return out
 
 
-def cost_note(region: sp.Expr) -> str:
+def cost_note(region: sp.Expr, mark=dd) -> str:
     """``double-double region: N dd operations (k elementary functions)`` for the record and the CLI:
     an elementary function (exp, log ...) costs some 30-45 dd additions and multiplications; a
-    square root or hypot, about one division, is counted as an operation."""
+    square root or hypot, about one division, is counted as an operation.  A :class:`ddt` region
+    says ``(k elementary functions with first-order tails)``: one libm call and a product each."""
+    if mark is ddt:
+        n_ops, n_tail = _program(region, True)[0], _program(region)[1]
+        return (f"double-double region: {n_ops} dd operations ({n_tail} elementary "
+                f"function{'s' if n_tail != 1 else ''} in float64 with first-order tails)")
     n_ops, n_fun = _program(region)
     funs = f"{n_fun} elementary function{'s' if n_fun != 1 else ''}"
     return f"double-double region: {n_ops} dd operations ({funs})"
@@ -179,43 +203,90 @@ def dd_region(expr: sp.Expr, variables: Sequence[sp.Symbol], sample: Sample, ori
     # when a region of arithmetic could repair them and the form is already at 2 ulps where the
     # formula as written is within 1 ulp somewhere on the search's points.
     cheap = [c for c in cands if c[2] == 0]
-    if not (cheap and any(_arithmetic(leaf) for _, leaf in _leaves(expr))) \
+    if not (cheap and any(_cheap(leaf) is not None for _, leaf in _leaves(expr))) \
             or not ((naive <= ONE_ULP + 1e-9) & (before >= TWO_ULPS - 1e-9)).any():
         return None
     full = _merge(full, make_sample(original, variables, np.float64, domain=domain, n=PROBE_POINTS, seed=PROBE_SEED))
     naive = point_bits(original, variables, full)
     before = point_bits(expr, variables, full)
     return _first_within(expr, variables, full, before, naive <= ONE_ULP + 1e-9, cheap, deadline,
-                         lambda at_bad: _whole_pieces(expr, original, variables, at_bad))
+                         lambda at_bad: _whole_pieces(expr, original, variables, at_bad), MAX_RECOMPUTED)
 
 
 def _first_within(expr, variables, full: Sample, before: np.ndarray, watched: np.ndarray, cands, deadline,
-                  more=None):
+                  more=None, max_recomputed: float = 1.0):
     """The first of ``cands`` (cheapest first, then those ``more(at_bad)`` proposes) within
     1 ulp, else the first within 2 ulps, at every ``watched`` point of ``full`` and not worse on
     the mean than ``expr`` (its bits ``before``), with its record; None if there is none or
-    nothing to repair."""
+    nothing to repair.  A candidate whose ``ddt`` regions compute themselves again with dd
+    functions at more than ``max_recomputed`` of their points comes after all the others: it
+    costs what a region with dd functions does, and is taken only where it is the only way."""
     bad = np.flatnonzero(watched & (before > TWO_ULPS + 1e-9))
     if not len(bad):
         return None
     at_bad = Sample(full.dtype, full.X[bad], full.ref[bad])
     cands = cands[:MAX_CANDIDATES] + (more(at_bad) if more is not None else [])
-    for target in (ONE_ULP, TWO_ULPS):  # a margin first: the sample shows the float64 rest's worst case
-        for _, marks, _ in cands:  # only roughly (3 ulps off the sample for dd(...) * sigmoid(x))
-            if deadline is not None and cpu_clock() > deadline:
-                return None
-            cand = _marked(expr, marks)
-            if point_bits(cand, variables, at_bad).max() > target + 1e-9:
-                continue
-            after = point_bits(cand, variables, full)
-            if after[watched].max() > target + 1e-9 or after.mean() > before.mean() + 1e-9:
-                continue
-            bits = {"float64": (float(before.mean()), float(before.max()), float(after.mean()), float(after.max()))}
-            nodes = list(dict.fromkeys(node for _, node in marks))
-            node = nodes[0] if len(nodes) == 1 else expr
-            return cand, RewriteRecord(NAME, node, dd(node) if len(nodes) == 1 else cand, bits, None, expr, cand,
-                                       "; ".join(cost_note(n) for n in nodes))
-    return None
+    best = None  # (rank, candidate, marks, bits after): rank 0 (1 ulp), 1 (2 ulps), +2 if it recomputes often
+    for _, marks, _ in cands:  # a margin first: the sample shows the float64 rest's worst case only
+        if deadline is not None and cpu_clock() > deadline:  # roughly (3 ulps off it for dd(...) * sigmoid(x))
+            break
+        cand = _marked(expr, marks)
+        if point_bits(cand, variables, at_bad).max() > TWO_ULPS + 1e-9:
+            continue
+        after = point_bits(cand, variables, full)
+        worst = after[watched].max()
+        if worst > TWO_ULPS + 1e-9 or after.mean() > before.mean() + 1e-9:
+            continue
+        rank = (worst > ONE_ULP + 1e-9) + 2 * (_recomputed_share(cand, marks, variables, full.X) > max_recomputed)
+        if best is None or rank < best[0]:
+            best = (rank, cand, marks, after)
+        if rank == 0:
+            break
+    if best is None:
+        return None
+    _, cand, marks, after = best
+    bits = {"float64": (float(before.mean()), float(before.max()), float(after.mean()), float(after.max()))}
+    nodes = list(dict.fromkeys((node, mark) for _, node, mark in marks))
+    node = nodes[0][0] if len(nodes) == 1 else expr
+    return cand, RewriteRecord(NAME, node, nodes[0][1](node) if len(nodes) == 1 else cand, bits, None, expr,
+                               cand, "; ".join(cost_note(n, mark) for n, mark in nodes))
+
+
+def _recomputed_share(expr: sp.Expr, marks, variables, X: np.ndarray) -> float:
+    """The largest share of the points ``X`` at which a ``ddt`` region of ``marks`` computes
+    itself again with dd functions (0.0 without ``ddt`` regions), counted among the points whose
+    regime piece of ``expr`` holds it."""
+    share = 0.0
+    for _, node, mark in marks:
+        if mark is not ddt or not len(X):
+            continue
+        used = np.zeros(len(X), dtype=bool)
+        for path in [p for p, n in positions(expr) if n == node]:
+            used |= _reaching(expr, path, variables, X)
+        if used.any():
+            leaves, program = region_of(mark(node))
+            count: list = []
+            run_many(program, [X[used, list(variables).index(v)] for v in leaves], count)
+            share = max(share, count[0] / used.sum())
+    return share
+
+
+def _reaching(expr: sp.Expr, path: tuple, variables, X: np.ndarray) -> np.ndarray:
+    """Mask of the points of ``X`` whose regime pieces lead to the node at ``path``."""
+    mask = np.ones(len(X), dtype=bool)
+    while path:
+        if isinstance(expr, sp.Piecewise):
+            k = path[0]
+            if path[1] == 1:  # inside a condition: evaluated everywhere
+                return mask
+            for j, (_, cond) in enumerate(expr.args[:k + 1]):
+                holds = np.ones(len(X), dtype=bool) if cond is sp.true else \
+                    evaluate(cond, variables, X, np.float64) != 0
+                mask &= holds if j == k else ~holds
+            expr, path = expr.args[k].expr, path[2:]
+        else:
+            expr, path = expr.args[path[0]], path[1:]
+    return mask
 
 
 def _worse_than_written(original, variables, full: Sample, before: np.ndarray, naive: np.ndarray) -> bool:
@@ -238,20 +309,21 @@ def _worse_than_written(original, variables, full: Sample, before: np.ndarray, n
 
 
 def _marked(expr: sp.Expr, marks) -> sp.Expr:
-    """``expr`` with each ``(path, node)`` of ``marks`` a double-double region -- at every
-    occurrence of a node that occurs more than once (the outer pieces of a regime split are often
-    the same form).  ``((), u)`` makes the whole of ``dd(u)`` the result.
+    """``expr`` with each ``(path, node, mark)`` of ``marks`` a double-double region ``mark(node)``
+    (:class:`dd` or :class:`ddt`) -- at every occurrence of a node that occurs more than once (the
+    outer pieces of a regime split are often the same form).  ``((), u, dd)`` makes the whole of
+    ``dd(u)`` the result.
 
     The parents are rebuilt unevaluated: SymPy would merge ``-(y/dd(h))/dd(h)/dd(h)``, the
     order of operations the search chose, into ``-y*dd(h)**(-3)``, whose cube underflows."""
     done = set()
-    for path, node in marks:
+    for path, node, mark in marks:
         if node in done:  # a piece the outer pieces of a split share: marked at every occurrence already
             continue
         done.add(node)
         paths = [p for p, n in positions(expr) if n == node] or [path]
         for p in paths:  # the other paths stay valid: unevaluated parents keep their arguments in place
-            expr = _rebuilt(expr, p, dd(node))
+            expr = _rebuilt(expr, p, mark(node))
     return expr
 
 

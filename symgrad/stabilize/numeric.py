@@ -22,7 +22,7 @@ import numpy as np
 import sympy as sp
 
 from symgrad.ir import numpy_funcs as npf
-from symgrad.ir.ddprogram import from_sympy_region, run_many
+from symgrad.ir.ddprogram import region_of, run_many
 from symgrad.ir.from_sympy import rational_power_residue
 from symgrad.ir.ops import sympy_functions, sympy_relations
 from symgrad.ir.sympy_funcs import dd
@@ -169,8 +169,7 @@ def _compile_dd(expr, pos, t):
     at each point); in float32 its plain formula, as float32 kernels print it."""
     if t is not np.float64:
         return _compile(expr.args[0], pos, t)
-    syms = sorted(expr.free_symbols, key=lambda s: s.name)
-    program = from_sympy_region(expr.args[0], syms)
+    syms, program = region_of(expr)
     parts = [_compile(s, pos, t) for s in syms]
 
     def region(env):

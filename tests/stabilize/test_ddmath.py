@@ -158,7 +158,8 @@ def test_division_by_an_infinite_divisor_is_zero_as_in_float64():
 def test_kernel_copy_gives_the_same_bits(tmp_path):
     """The njit copy of every function (as generated modules hold it) against the Python functions."""
     names = ["_dd_exp", "_dd_log", "_dd_log1p", "_dd_expm1", "_dd_div", "_dd_sqrt", "_dd_sigmoid",
-             "_dd_softplus", "_dd_powi", "_dd_hypot"]
+             "_dd_softplus", "_dd_powi", "_dd_hypot", "_dd_exp_tail", "_dd_expm1_tail", "_dd_log_tail",
+             "_dd_log1p_tail", "_dd_err_div", "_dd_err_log_tail"]
     calls = "\n".join(f"    {n}(" for n in names)
     used = helpers_used(calls)
     text = "import math\n\nimport numba\n" + "\n".join(helper_source(h) for h in used)
@@ -170,13 +171,56 @@ def test_kernel_copy_gives_the_same_bits(tmp_path):
     xs = np.concatenate([RNG.uniform(-50, 50, 40), [0.3, -0.29, 1e-20, 700.0, -744.0]])
     for x in xs:
         x = float(x)
-        for n in ("exp", "expm1", "sigmoid", "softplus"):
-            assert getattr(mod, f"_dd_{n}")(x, 0.0) == getattr(D, f"dd_{n}")(x, 0.0), (n, x)
+        for n in ("exp", "expm1", "sigmoid", "softplus", "exp_tail", "expm1_tail"):
+            assert getattr(mod, f"_dd_{n}")(x, x * 1e-17) == getattr(D, f"dd_{n}")(x, x * 1e-17), (n, x)
         a = abs(x) + 1e-3
-        for n in ("log", "log1p", "sqrt"):
-            assert getattr(mod, f"_dd_{n}")(a, 0.0) == getattr(D, f"dd_{n}")(a, 0.0), (n, a)
+        for n in ("log", "log1p", "sqrt", "log_tail", "log1p_tail"):
+            assert getattr(mod, f"_dd_{n}")(a, 1e-20) == getattr(D, f"dd_{n}")(a, 1e-20), (n, a)
+        assert mod._dd_err_div(x, 3.0, a, 1.0) == D.dd_err_div(x, 3.0, a, 1.0)
+        assert mod._dd_err_log_tail(x, a, 2.0) == D.dd_err_log_tail(x, a, 2.0)
         assert mod._dd_div(x, 0.0, 3.0, 1e-17) == D.dd_div(x, 0.0, 3.0, 1e-17)
         assert mod._dd_powi(x, 0.0, 3) == D.dd_powi(x, 0.0, 3)
         for y in (x * 1e150, x * 1e-300, 1.7e308, 0.5):
             assert mod._dd_hypot(x, 1e-17, y, 0.0) == D.dd_hypot(x, 1e-17, y, 0.0), (x, y)
         assert mod._dd_div(x, 0.0, math.inf, 0.0) == D.dd_div(x, 0.0, math.inf, 0.0)
+
+
+TAILS = [("dd_exp_tail", mpmath.exp, lambda: RNG.uniform(-700, 700)),
+         ("dd_expm1_tail", mpmath.expm1, lambda: RNG.uniform(-40, 700)),
+         ("dd_expm1_tail", mpmath.expm1, lambda: 10.0 ** RNG.uniform(-30, -1) * RNG.choice([-1, 1])),
+         ("dd_log_tail", mpmath.log, lambda: 10.0 ** RNG.uniform(-300, 300)),
+         ("dd_log_tail", mpmath.log, lambda: 1.0 + RNG.uniform(-1e-6, 1e-6)),
+         ("dd_log1p_tail", mpmath.log1p, lambda: 10.0 ** RNG.uniform(-30, 300)),
+         ("dd_log1p_tail", mpmath.log1p, lambda: -RNG.uniform(0.0, 0.999))]
+
+
+@pytest.mark.parametrize("name,mp_fn,draw", TAILS, ids=[f"{t[0]}-{i}" for i, t in enumerate(TAILS)])
+def test_first_order_tails_are_float64_accurate_at_the_dd_argument(name, mp_fn, draw):
+    """The float64 functions of ddt regions: within 1 ulp (glibc's libm rounding plus the neglected
+    second-order term) of the function at the exact dd argument -- also where float64 of the high
+    part alone is off by many ulps (exp(700 + 5e-14): the low part moves the result 3.5e-14, 316
+    ulps) -- and within the error bound their ``dd_err_*`` functions give."""
+    worst, worst_plain = 0.0, 0.0
+    bound = getattr(D, name.replace("dd_", "dd_err_"))
+    with mpmath.workdps(60):
+        for _ in range(200):
+            h, l = _dd(float(draw()))  # noqa: E741
+            ref = mp_fn(_mp(h, l))
+            got = getattr(D, name)(h, l)
+            ulp = math.ulp(float(ref))
+            err = float(abs(_mp(*got) - ref))
+            worst = max(worst, err / ulp)
+            worst_plain = max(worst_plain, float(abs(mp_fn(mpmath.mpf(h)) - ref)) / ulp)
+            args = (got[0], 0.0) if "exp" in name else (got[0], h, 0.0)
+            assert err <= bound(*args) * 2.0 ** -53 * 1.0001, (name, h, l)  # the libm part of the bound
+    assert worst <= 1.0, (name, worst)
+    if name == "dd_exp_tail":
+        assert worst_plain > 4.0  # the low part matters there: float64 of the high part alone is far off
+
+
+def test_tails_give_floats_results_at_special_values():
+    assert D.dd_exp_tail(710.0, 0.0) == (math.inf, 0.0) and D.dd_expm1_tail(800.0, 1e-14) == (math.inf, 0.0)
+    assert D.dd_exp_tail(-800.0, 0.0) == (0.0, 0.0) and D.dd_expm1_tail(-800.0, 0.0) == (-1.0, 0.0)
+    assert D.dd_log_tail(0.0, 0.0) == (-math.inf, 0.0) and math.isnan(D.dd_log_tail(-1.0, 0.0)[0])
+    assert D.dd_log1p_tail(-1.0, 0.0) == (-math.inf, 0.0) and math.isnan(D.dd_log1p_tail(-2.0, 0.0)[0])
+    assert D.dd_log_tail(math.inf, 0.0) == (math.inf, 0.0) and math.isnan(D.dd_exp_tail(math.nan, 0.0)[0])

@@ -18,12 +18,12 @@ from symgrad.compile.cache import cache_key, load_module
 from symgrad.emit.module import KernelDef, emit_module
 from symgrad.emit.printer import KernelIO
 from symgrad.emit.tape import build_tape
-from symgrad.ir.ddprogram import from_sympy_region, operation_count, run, to_sympy
+from symgrad.ir.ddprogram import from_sympy_region, operation_count, run, run_many, to_sympy
 from symgrad.ir.from_sympy import from_sympy
 from symgrad.ir.graph import Graph
 from symgrad.ir.interpret import evaluate
 from symgrad.ir.ops import REGISTRY, E
-from symgrad.ir.sympy_funcs import dd, sigmoid
+from symgrad.ir.sympy_funcs import dd, ddt, sigmoid
 from symgrad.stabilize import stabilize
 from symgrad.stabilize.accuracy import ulp_bits
 
@@ -131,9 +131,14 @@ def test_swish_region_is_reported_with_its_cost_and_float32_keeps_float64():
     helper = src[src.index("def _dd_region_"):]
     helper = helper[:helper.index("\n\n")]
     # one double-double statement per instruction (the region is the whole derivative since float64
-    # dropped the regime split that gained nothing there: tests/stabilize/test_dtype_regimes.py)
-    assert re.search(r"t\d+_hi, t\d+_lo = _dd_(exp|sigmoid)\(", helper)
-    assert helper.rstrip().splitlines()[-1].strip().startswith("return t")
+    # dropped the regime split that gained nothing there: tests/stabilize/test_dtype_regimes.py): exp
+    # in float64 with a first-order tail and an error bound, then, where the bound shows the
+    # cancellation next to the root, the same program with the dd exp
+    assert re.search(r"t\d+_hi, t\d+_lo = _dd_exp_tail\(", helper)
+    assert re.search(r"s\d+ = _dd_err_exp_tail\(", helper)
+    assert re.search(r"if t\d+_hi - t\d+_hi != 0.0 or s\d+ <= [0-9.]+ \* abs\(t\d+_hi\):", helper)
+    assert re.search(r"u\d+_hi, u\d+_lo = _dd_exp\(", helper)
+    assert helper.rstrip().splitlines()[-1].strip().startswith("return u")
 
 
 def test_interpreter_tier_refuses_a_region_with_an_elementary_function():
@@ -159,6 +164,35 @@ def test_jit_of_a_region_matches_run_bit_for_bit():
     X = np.concatenate([np.linspace(-40, 40, 101), [-1.2784645, -1.2784644999999]])
     prog = g[out].params[0]
     assert list(mod.ddk(X)) == [run(prog, v) for v in X]
+
+
+def test_ddt_region_is_float64_accurate_and_recomputes_only_where_it_cancels():
+    """``ddt(x + exp(x) + 1)``: exp in float64 with a first-order tail and an error bound; next to
+    the root (-1.27846454276107...) the bound shows the 0.5-ulp rounding of exp amplified 2^17
+    times, and the region is computed again with the dd exp.  The compiled helper (Numba) gives
+    run()'s bits, within 1 ulp of mpmath at every point, and recomputes at the points next to the
+    root only."""
+    g = Graph()
+    xi = g.input("x", ())
+    out = from_sympy(g, ddt(x + sp.exp(x) + 1), {x: xi})
+    prog = g[out].params[0]
+    assert [ins[0] for ins in prog if ins[0].startswith("exp")] == ["exp_tail"]
+    kd = KernelDef("ddtk", "ddt region kernel", [KernelIO("x", xi, ())], [KernelIO("out", out, ())])
+    mod = load_module("ddtk", cache_key(g.fingerprint([out]), "ddt-test"), emit_module(g, [kd], ["ddt region test"]))
+    root = -1.2784645427610738
+    near = root + np.linspace(-1e-9, 1e-9, 41)
+    far = np.concatenate([np.linspace(-40, -2, 50), np.linspace(0, 40, 50)])
+    X = np.concatenate([near, far])
+    assert list(mod.ddtk(X)) == [run(prog, v) for v in X]
+    with mpmath.workdps(60):
+        ref = np.array([float(mpmath.mpf(float(v)) + mpmath.exp(float(v)) + 1) for v in X])
+    assert ulp_bits(mod.ddtk(X), ref).max() <= 1.0
+    counts: list = []
+    run_many(prog, [near], counts)
+    run_many(prog, [far], counts)
+    assert counts == [len(near), 0]
+    plain = x + sp.exp(x) + 1  # float64 alone: thousands of ulps next to the root
+    assert ulp_bits(sp.lambdify(x, plain, "numpy")(near), ref[:len(near)]).max() > 10
 
 
 def test_switch_turns_regions_off_and_keys_the_cache(monkeypatch):

@@ -11,7 +11,8 @@ as ``x + exp(x) + 1`` in the derivative of ``x * sigmoid(x)`` at x = -1.2785); s
 Printing: float64 kernels call a helper generated for the program
 (``_dd_region_<hash>(...)``, :mod:`symgrad.emit.ddregion`); float32 kernels, which take
 their float64 route (:mod:`symgrad.stabilize.widen`) or stay in float32, print the region
-as the plain formula it stands for, with each op's own ``emit`` facet, so they compute
+as the plain formula it stands for, with each op's own ``emit`` facet (``exp`` for the
+``exp_tail`` of a ``ddt`` region), so they compute
 exactly what they computed before the region was marked.  The derivative is that of the
 formula (the region is the identity on values), built with :func:`symgrad.ir.from_sympy`.
 The interpreter tier runs a region of arithmetic (``+ - * /``, integer powers) as the tape
@@ -24,9 +25,8 @@ import mpmath
 import numpy as np
 import sympy as sp
 
-from ..ddprogram import BINARY, OP_NAME, fold, helper_name, run_many, to_sympy
+from ..ddprogram import BASE, BINARY, OP_NAME, fold, helper_name, marker_of, run_many, to_sympy
 from ..ops import E, OpDef, REGISTRY, broadcast_shapes, register
-from ..sympy_funcs import dd
 
 NAME = OP_NAME
 
@@ -49,7 +49,7 @@ def _numpy(*args_and_program):
 
 def _sympy(*args_and_program):
     *args, program = args_and_program
-    return dd(to_sympy(program, list(args)))
+    return marker_of(program)(to_sympy(program, list(args)))
 
 
 def _mpmath(*args_and_program):
@@ -77,7 +77,7 @@ def _plain(ctx, program, args: list[str]) -> str:
                 powi=lambda a, n: f"({a} ** {ctx.literal(float(n))})",
                 binary=lambda op, a, b: f"({a} {REGISTRY[op].infix[0]} {b})" if REGISTRY[op].infix
                 else REGISTRY[op].emit(ctx, _Scalar(op), [a, b]),
-                unary=lambda op, a: REGISTRY[op].emit(ctx, _Scalar(op), [a]))
+                unary=lambda op, a: REGISTRY[BASE[op]].emit(ctx, _Scalar(BASE[op]), [a]))
 
 
 class _Scalar:
