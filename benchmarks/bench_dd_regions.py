@@ -125,6 +125,55 @@ def _max_ulps(got, mpf, args):
     return float(2.0 ** ulp_bits(got[idx], ref).max() - 1)
 
 
+def _kernel(expr, variables, name: str):
+    """The float64 kernel of a SymPy form (its dd/ddt marks as regions), compiled by symgrad's emitter."""
+    from symgrad.compile.cache import cache_key, load_module
+    from symgrad.emit.module import KernelDef, emit_module
+    from symgrad.emit.printer import KernelIO
+    from symgrad.ir.from_sympy import from_sympy
+    from symgrad.ir.graph import Graph
+
+    g = Graph()
+    leaves = {v: g.input(v.name, ()) for v in variables}
+    out = from_sympy(g, expr, leaves)
+    kd = KernelDef(name, name, [KernelIO(v.name, leaves[v], ()) for v in variables], [KernelIO("out", out, ())])
+    mod = load_module(name, cache_key(g.fingerprint([out]), "bench_dd_regions", name),
+                      emit_module(g, [kd], [f"bench_dd_regions: {name}"]))
+    return getattr(mod, name)
+
+
+def _stabilized_rows(rng) -> list[list[str]]:
+    """Rows for forms ``stabilize()`` gives with a domain (the API searches the whole line): the
+    Arrhenius ratio's ddt regions (first-order tails), kernel with the marks against the same
+    form without them, on n points of the benchmark's domain."""
+    import sympy as sp
+
+    from symgrad.ir.sympy_funcs import strip_dd
+    from symgrad.stabilize import stabilize
+    from symgrad.stabilize.reference import reference_values_many
+
+    a, x, y = sp.symbols("a x y", real=True)
+    f = sp.exp(-a / x) - sp.exp(-a / y)
+    dom = {a: (1.0, 10.0), x: (1.0, 1e3), y: (1.0, 1e3)}
+    args = [rng.uniform(1, 10, N), np.exp(rng.uniform(0, np.log(1e3), N)), np.exp(rng.uniform(0, np.log(1e3), N))]
+    idx = np.linspace(0, N - 1, N_ACC).astype(int)
+    rows = []
+    for part, e in (("f", f), ("d/da", sp.diff(f, a))):
+        res = stabilize(e, [a, x, y], domain=dom)
+        ref = reference_values_many([e], [a, x, y], np.stack([c[idx] for c in args], axis=1), np.float64)[0]
+        cells = []
+        for k, form in enumerate((strip_dd(res.expr), res.expr)):
+            kern = _kernel(form, [a, x, y], f"arrhenius_{part[-1]}_{k}")
+            kern(*[c[:8] for c in args])
+            cells.append((median_time(lambda: kern(*args), REPEATS),
+                          float(2.0 ** ulp_bits(kern(*args)[idx], ref).max() - 1)))
+        (t0, e0), (t1, e1) = cells
+        rows.append([f"Arrhenius ratio {part} (stabilize, domain)", fmt_t(t0), fmt_t(t1), f"{t1 / t0:.1f}x",
+                     f"{e0:.0f}", f"{e1:.0f}"])
+        print(rows[-1], flush=True)
+    return rows
+
+
 def main() -> None:
     rng = np.random.default_rng(0)
     rows = []
@@ -143,6 +192,7 @@ def main() -> None:
         (t1, e1), (t0, e0) = res["1"], res["0"]
         rows.append([name, fmt_t(t0), fmt_t(t1), f"{t1 / t0:.1f}x", f"{e0:.0f}", f"{e1:.0f}"])
         print(rows[-1], flush=True)
+    rows += _stabilized_rows(rng)
     head = ["# Double-double regions: run-time cost (benchmarks/bench_dd_regions.py)", "",
             f"Date: {datetime.datetime.now().isoformat(timespec='seconds')}  ",
             f"Machine: {platform.platform()}, {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs "

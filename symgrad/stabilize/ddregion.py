@@ -15,18 +15,31 @@ written point by point (beyond 2 ulps and the conditioning where that formula is
 :func:`_worse_than_written`): the never-worse target of issue 16, point 1, which no float64 form
 the search found reaches there (the derivative of ``log(1 - x)/log(1 + x)`` for |x| > 0.3).
 
-Last, a region of arithmetic, square roots and hypot only is tried where the float64 form is
-worse than the formula as written by fewer bits than the conditioning excuses (the same 2-3 ulps,
+Last, a cheap region (arithmetic, square roots, hypot, functions with first-order tails) is
+tried where the float64 form is worse than the formula as written by fewer bits than the
+conditioning excuses (the same 2-3 ulps,
 from several roundings on a rounded ``hypot(x, y)`` in ``-(y/h)/h/h``, or on Heron's products):
 such points are rare, so they are looked for on a larger sample (1024 points, references in dd),
 and the candidates then include every piece of a regime split that repairs one (the losses often
 fall in two pieces) and the formula as written, whole.  These regions cost some 10-35x the
 float64 arithmetic they replace (``benchmarks/results/dd_regions.md``), against 40-400x for one
-holding an ``exp``; ``SYMGRAD_DD_REGIONS=0`` keeps float64 kernels in float64.
+holding a dd ``exp``; ``SYMGRAD_DD_REGIONS=0`` keeps float64 kernels in float64.
 
-The candidates are the form with one subexpression ``N`` marked ``dd(N)``, for every ``N`` of
-the form that has a double-double routine (:func:`symgrad.ir.ddprogram.from_sympy_region`),
-cheapest first (fewest dd operations).  Each is scored with exactly the kernel's arithmetic
+Where the loss is the rounding of an elementary function's argument (``exp(-a/y)`` multiplies
+the 0.5-ulp rounding of ``a/y`` by ``a/y``: the Arrhenius ratio ``exp(-a/x) - exp(-a/y)``, 3-5 ulps
+at 1 % of the points), the region need not hold a dd ``exp``: ``ddt(N)``
+(:class:`symgrad.ir.sympy_funcs.ddt`) computes the arithmetic in dd and exp, expm1, log and
+log1p in float64 at the dd argument's high part plus the first-order term of its low part, with
+a running error bound; where the bound shows the libm roundings amplified by cancellation, the
+region is computed again with dd functions (adaptive precision: Shewchuk 1997).  Such a region
+costs a few float64 operations per function where nothing cancels, so it is a cheap candidate,
+tried before the dd region of the same node; one that recomputes at more than
+``MAX_RECOMPUTED`` of its regime piece's points (``exp(-a/x) - exp(-a/y)`` as written, wherever
+x ~ y) costs what a dd region does, and is taken only when no other candidate reaches the target.
+
+The candidates are the form with one subexpression ``N`` marked ``dd(N)`` or ``ddt(N)``, for
+every ``N`` of the form that has a double-double routine
+(:func:`symgrad.ir.ddprogram.from_sympy_region`), cheapest first (fewest dd operations).  Each is scored with exactly the kernel's arithmetic
 (:func:`symgrad.ir.ddprogram.run`), first at the failing points, then at all of them; the first
 within 1 ulp everywhere and not worse on average is taken (else the first within 2 ulps), and
 its cost is recorded.  The 1-ulp margin is there because the roundings left outside the region
@@ -130,7 +143,7 @@ def _whole_pieces(expr, original, variables, at_bad: Sample) -> list:
     """Candidates that put whole pieces in double-double: every piece of the split that, as a
     region, repairs a failing point (one region cannot when the failures fall in two pieces), and
     the formula as written as one region (where the split was made against overflow the
-    domain never reaches).  Arithmetic, square roots and hypot only."""
+    domain never reaches).  Cheap regions only (:func:`_cheap`)."""
     before, out, marks, n_ops = point_bits(expr, variables, at_bad), [], [], 0
     for path, leaf in _leaves(expr):
         mark = _cheap(leaf)
@@ -149,7 +162,8 @@ def cost_note(region: sp.Expr, mark=dd) -> str:
     """``double-double region: N dd operations (k elementary functions)`` for the record and the CLI:
     an elementary function (exp, log ...) costs some 30-45 dd additions and multiplications; a
     square root or hypot, about one division, is counted as an operation.  A :class:`ddt` region
-    says ``(k elementary functions with first-order tails)``: one libm call and a product each."""
+    says ``(k elementary functions in float64 with first-order tails)``: one libm call and a
+    product each where nothing cancels."""
     if mark is ddt:
         n_ops, n_tail = _program(region, True)[0], _program(region)[1]
         return (f"double-double region: {n_ops} dd operations ({n_tail} elementary "
@@ -176,10 +190,10 @@ def dd_region(expr: sp.Expr, variables: Sequence[sp.Symbol], sample: Sample, ori
       included, within 1 (else 2) ulps at every point;
     * it is worse than the formula as written only within the conditioning bound (beyond 2 ulps
       where that formula is within 1 ulp, by fewer bits than ``log2(1 + kappa)``: the rounding of
-      several float64 operations on ``hypot(x, y)`` in ``-(y/h)/h/h``): only regions of
-      arithmetic, square roots and ``hypot`` (no exp or log: some 10-35x the float64 operations
-      they replace, against 40-400x), which must be within 1 (else 2) ulps wherever the formula as
-      written is within 1 ulp.
+      several float64 operations on ``hypot(x, y)`` in ``-(y/h)/h/h``): only cheap regions, of
+      arithmetic, square roots and ``hypot`` (some 10-35x the float64 operations they replace)
+      or ``ddt`` ones (exp, log ... with first-order tails; against 40-400x for dd exps), which
+      must be within 1 (else 2) ulps wherever the formula as written is within 1 ulp.
 
     Args:
       expr: the chosen float64 form.
