@@ -17,6 +17,7 @@ from .names import DTYPES, SUFFIX, float_literal
 from .prelude import helper_source, helpers_used
 from .printer import PrintContext
 from .tape import OPCODES
+from .tape_dd import FUNCTION_OPCODES
 
 _OPERANDS = ("regs[a]", "regs[b]", "regs[c]")
 
@@ -39,6 +40,11 @@ def opcode_expression(name: str, dtype: str) -> str:
     if name == "shift_clamp":  # symgrad.emit.lowering.reductions._shift_max on a scalar
         big = float_literal(float(np.finfo(dtype).max), dtype)
         return f"min(max({A}, -{big}), {big})"
+    if name in FUNCTION_OPCODES:  # "dd_exp_hi": part 0 of ddmath's dd_exp of the dd number (a, b)
+        if dtype != "float64":  # float32 tapes print regions as their plain formula: never run
+            return A
+        fn, part = name[:-3], 0 if name.endswith("_hi") else 1
+        return f"_{fn}({A}, {B})[{part}]"
     if name.startswith("pow_x^"):
         return f"{A} ** {float_literal(float(name[6:]), dtype)}"
     if name.startswith("pow_"):

@@ -31,7 +31,7 @@ import numpy as np
 
 from ..ir.graph import Graph
 from ..ir.ops import REGISTRY
-from ..ir.ddprogram import OP_NAME as DD_REGION, fold as fold_dd
+from ..ir.ddprogram import BASE, OP_NAME as DD_REGION, fold as fold_dd
 from ..ir.rules.structural import index_to_python, parse_spec
 from . import tape_dd
 
@@ -51,6 +51,7 @@ def _opcode_names() -> list[str]:
     names += [f"pow_x^{p!r}" for p in POW_EXPONENTS] + [f"pow_{b!r}^x" for b in POW_BASES]
     names += sorted(n for n, op in REGISTRY.items()
                     if op.elementwise and n not in names and n not in ("stop_gradient", DD_REGION))
+    names += tape_dd.FUNCTION_OPCODES  # the dd functions of double-double regions, one opcode per part
     return names
 
 
@@ -288,6 +289,7 @@ def _dd_plain(b: _Builder, program: tuple, args: list[int]) -> int:
     """A double-double region's program as the plain formula float32 kernels print for it
     (:func:`symgrad.ir.rules.ddregion._plain`): one instruction per program instruction."""
     def unary(op, a):
+        op = BASE[op]  # exp for the exp_tail of a ddt region, as the kernel prints it
         if op not in OPCODE:
             raise NotLowerable(op)
         return b.emit(op, a)

@@ -10,8 +10,14 @@ sides computed (they are plain float arithmetic, never trapping) and the same si
 The tape's result is therefore the helper's, bit for bit; ``tests/test_tiers.py`` checks it
 on random inputs, special values included.
 
-Programs with an elementary function inside the region (``exp``, ``log``, ``sqrt`` ...) are
-not lowered (:class:`NotLowerable`): they keep waiting for the compiled kernel.
+An elementary function inside the region (``exp``, ``log``, ``sqrt``, a first-order tail ...)
+is two instructions of the interpreter, ``dd_exp_hi`` and ``dd_exp_lo`` (:data:`FUNCTION_OPCODES`):
+each calls ``ddmath``'s function, as the helper does, and keeps one part.  A region with first-order
+tails (``ddt``) also carries its error bound, instruction by instruction as
+:mod:`symgrad.ir.ddmath`'s ``dd_err_*`` functions compute it, and selects between its value and
+the value of the same program with dd functions, both computed, as the helper's ``if`` does.
+``hypot`` (four operands) is not lowered (:class:`NotLowerable`): such a region waits for the
+compiled kernel.
 
 float32 kernels print the region as the plain formula it stands for (its ops' own facets),
 and so does their tape (:func:`lower_plain`).
@@ -19,6 +25,9 @@ and so does their tape (:func:`lower_plain`).
 from __future__ import annotations
 
 from ..ir import ddmath as D
+from ..ir.ddprogram import UNARY, bound_spec, has_tails, trusted_bound, without_tails
+
+FUNCTION_OPCODES = [f"dd_{fn}_{part}" for fn in sorted(UNARY) if fn != "neg" for part in ("hi", "lo")]
 
 
 class NotLowerable(Exception):
@@ -116,13 +125,32 @@ class _DD:
 
 def lower_dd(program: tuple, args: list[int], emit, const) -> int:
     """Register of ``program`` (a :mod:`symgrad.ir.ddprogram` program) run in double-double on
-    the argument registers ``args``, rounded once (``hi + lo``), as the kernel's helper does.
+    the argument registers ``args``, rounded once (``hi + lo``), as the kernel's helper does; a
+    program with first-order tails keeps that value where its error bound allows and takes the
+    value of its program with dd functions elsewhere (:func:`symgrad.ir.ddprogram.run`).
 
     Raises:
-      NotLowerable: the program has an instruction other than input, const, neg, add, sub,
-        mul, div and powi.
+      NotLowerable: the program has a ``hypot`` instruction.
     """
     dd = _DD(emit, const)
+    vals = _lower(dd, program, args)
+    h, l = vals[-1]  # noqa: E741
+    if not has_tails(program):
+        return emit("add", h, l)
+    bounds: list[int] = []
+    for k, ins in enumerate(program):
+        name, refs = bound_spec(ins, k)
+        operands = [vals[j][0] if kind == "hi" else bounds[j] if kind == "s" else const(j) for kind, j in refs]
+        bounds.append(const(0.0) if name is None else operands[0] if name == "copy" else
+                      emit("add", *operands) if name == "sum" else _BOUNDS[name](dd, *operands))
+    keep = emit("logical_or", emit("ne", emit("sub", h, h), dd.zero),
+                emit("le", bounds[-1], emit("mul", const(trusted_bound(program)), emit("abs", h))))
+    fh, fl = _lower(dd, without_tails(program), args)[-1]
+    return emit("where", keep, emit("add", h, l), emit("add", fh, fl))
+
+
+def _lower(dd: _DD, program: tuple, args: list[int]) -> list[tuple[int, int]]:
+    emit, const = dd.emit, dd.const
     vals: list[tuple[int, int]] = []
     for ins in program:
         op = ins[0]
@@ -140,8 +168,33 @@ def lower_dd(program: tuple, args: list[int], emit, const) -> int:
             v = getattr(dd, op)(*vals[ins[1]], *vals[ins[2]])
         elif op == "powi":
             v = dd.powi(*vals[ins[1]], ins[2])
+        elif f"dd_{op}_hi" in FUNCTION_OPCODES:
+            h, l = vals[ins[1]]  # noqa: E741
+            v = (emit(f"dd_{op}_hi", h, l), emit(f"dd_{op}_lo", h, l))
         else:
             raise NotLowerable(f"double-double region with {op}")
         vals.append(v)
-    h, l = vals[-1]  # noqa: E741
-    return emit("add", h, l)
+    return vals
+
+
+def _abs_times(dd: _DD, a: int, s: int) -> int:
+    return dd.op("mul", dd.op("abs", a), s)
+
+
+# ddmath's dd_err_* functions as tape instructions, operation for operation (dd_quotient is the
+# tape's IEEE division; 2.0 * DD_LIBM_ULPS is folded as Python and LLVM fold it).
+_TWO_LIBM = 2.0 * D.DD_LIBM_ULPS
+_BOUNDS = {
+    "dd_err_mul": lambda dd, ah, sa, bh, sb: dd.op("add", _abs_times(dd, ah, sb), _abs_times(dd, bh, sa)),
+    "dd_err_div": lambda dd, vh, sa, bh, sb: dd.op("div", dd.op("add", sa, _abs_times(dd, vh, sb)),
+                                                   dd.op("abs", bh)),
+    "dd_err_powi": lambda dd, vh, ah, sa, n: dd.op("div", _abs_times(dd, dd.op("mul", n, vh), sa), dd.op("abs", ah)),
+    "dd_err_sqrt": lambda dd, vh, sa: dd.op("div", sa, dd.op("mul", dd.const(2.0), vh)),
+    "dd_err_exp_tail": lambda dd, vh, sa: _abs_times(dd, vh, dd.op("add", sa, dd.const(_TWO_LIBM))),
+    "dd_err_expm1_tail": lambda dd, vh, sa: dd.op("add", _abs_times(dd, dd.op("add", vh, dd.const(1.0)), sa),
+                                                  dd.op("mul", dd.const(_TWO_LIBM), dd.op("abs", vh))),
+    "dd_err_log_tail": lambda dd, vh, ah, sa: dd.op("add", dd.op("div", sa, dd.op("abs", ah)),
+                                                    dd.op("mul", dd.const(_TWO_LIBM), dd.op("abs", vh))),
+    "dd_err_log1p_tail": lambda dd, vh, ah, sa: dd.op("add", dd.op("div", sa, dd.op("abs", dd.op("add", dd.const(1.0), ah))),
+                                                      dd.op("mul", dd.const(_TWO_LIBM), dd.op("abs", vh))),
+}

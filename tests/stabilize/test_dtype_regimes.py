@@ -148,11 +148,8 @@ def planck(x):
 def test_widened_float32_core_with_its_own_regimes_is_bit_identical_on_every_tier(tmp_path, monkeypatch):
     """d/dx x^3/(e^x - 1): float64 keeps its series|formula split, the float32 core (computed in
     float64 and rounded once) does not need it; the native tier's widened float32 kernel runs the
-    float32 tape in float64, not the float64 one.  Built without double-double regions: the float64
-    pieces' ddt regions (exp with first-order tails, for the points where x^3/(e^x - 1)'s float64
-    forms round to 2 ulps) have no tape, and the kernel would wait for Numba on every tier."""
+    float32 tape in float64, not the float64 one."""
     monkeypatch.setenv("SYMGRAD_CACHE_DIR", str(tmp_path))
-    monkeypatch.setenv("SYMGRAD_DD_REGIONS", "0")
     p = trace_program(planck, (0.5,), [()])
     kd = build_kernel(p, "grad", [0]).kernel
     stabilize_kernel(p.graph, kd, 6.0)  # room to finish on a loaded machine (CPU time grows under contention)

@@ -15,9 +15,10 @@ as the plain formula it stands for, with each op's own ``emit`` facet (``exp`` f
 ``exp_tail`` of a ``ddt`` region), so they compute
 exactly what they computed before the region was marked.  The derivative is that of the
 formula (the region is the identity on values), built with :func:`symgrad.ir.from_sympy`.
-The interpreter tier runs a region of arithmetic (``+ - * /``, integer powers) as the tape
-instructions of the same double-double operations (:mod:`symgrad.emit.tape_dd`, bit for bit);
-a region with an elementary function has no tape and waits for the compiled kernel.
+The interpreter tier runs a region as the tape instructions of the same double-double
+operations, its elementary functions as interpreter opcodes calling :mod:`symgrad.ir.ddmath`
+(:mod:`symgrad.emit.tape_dd`, bit for bit); a region with ``hypot`` has no tape and waits for the
+compiled kernel.
 """
 from __future__ import annotations
 
