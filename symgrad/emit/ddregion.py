@@ -7,7 +7,10 @@ program (:mod:`symgrad.ir.ddprogram`): one statement per instruction, each value
 
     @numba.njit(cache=True, fastmath=False, error_model="numpy", nogil=True)
     def _dd_region_5d0c1e2f3a4b(a0):
-        \"\"\"a0 + exp(a0) + 1 in double-double (Dekker 1971), rounded once to float64: 3 dd operations.\"\"\"
+        \"\"\"a0 + exp(a0) + 1
+        in double-double (Dekker 1971; Joldes, Muller & Popescu 2017), rounded once to float64:
+        3 dd operations.
+        \"\"\"
         t1_hi, t1_lo = a0, 0.0
         t2_hi, t2_lo = _dd_exp(t1_hi, t1_lo)
         ...
@@ -53,11 +56,11 @@ def helper_source(name: str) -> str:
     params = [f"a{i}" for i in range(n_in)]
     shown = to_sympy(program, [sp.Symbol(p) for p in params])
     tails = has_tails(program)
-    how = ("; exp, expm1, log, log1p in float64 with a first-order tail, again with dd functions where the "
-           "error bound shows cancellation" if tails else "")
-    doc = (f'"""{shown} in double-double (Dekker 1971; Joldes, Muller & Popescu 2017){how}, rounded once to '
-           f'float64: {operation_count(program)} dd operations."""')
-    lines = ["", JIT, f"def {name}({', '.join(params)}):", f"    {doc}"]
+    how = ["    exp, expm1, log, log1p in float64 with a first-order tail and an error bound (s<k>);",
+           "    computed again with dd functions (u<k>) where the bound shows cancellation."] if tails else []
+    lines = ["", JIT, f"def {name}({', '.join(params)}):", f'    """{shown}',
+             "    in double-double (Dekker 1971; Joldes, Muller & Popescu 2017), rounded once to float64:",
+             f"    {operation_count(program)} dd operations.", *how, '    """']
     last = len(program) - 1
     if not tails:
         lines += _statements(program, params, "t")

@@ -34,9 +34,9 @@ from . import ddmath as D
 from .interpret import sympy_number
 from .sympy_funcs import dd, ddt, expm1, hypot, log1p, sigmoid, softplus
 
-__all__ = ["dd_regions_enabled", "OP_NAME", "UNARY", "BINARY", "TAIL", "BASE", "has_tails", "marker_of", "region_of", "bound_spec", "trusted_bound", "without_tails", "from_sympy_region", "fold", "to_sympy", "run", "run_many",
-           "operation_count",
-           "helper_name", "program_of", "INSTRUCTIONS"]
+__all__ = ["dd_regions_enabled", "OP_NAME", "UNARY", "BINARY", "TAIL", "BASE", "from_sympy_region", "region_of",
+           "fold", "to_sympy", "has_tails", "marker_of", "run", "run_many", "bound_spec", "trusted_bound",
+           "without_tails", "operation_count", "helper_name", "program_of", "INSTRUCTIONS"]
 
 def dd_regions_enabled() -> bool:
     """Whether the stabiliser may choose double-double regions (``$SYMGRAD_DD_REGIONS``: ``1``, the
