@@ -181,20 +181,25 @@ def _abs_times(dd: _DD, a: int, s: int) -> int:
     return dd.op("mul", dd.op("abs", a), s)
 
 
+def _libm(dd: _DD, vh: int) -> int:  # 2.0 * DD_LIBM_ULPS * abs(vh), the product folded as Python and LLVM fold it
+    return dd.op("mul", dd.const(2.0 * D.DD_LIBM_ULPS), dd.op("abs", vh))
+
+
+def _err_log1p_tail(dd: _DD, vh: int, ah: int, sa: int) -> int:
+    return dd.op("add", dd.op("div", sa, dd.op("abs", dd.op("add", dd.const(1.0), ah))), _libm(dd, vh))
+
+
 # ddmath's dd_err_* functions as tape instructions, operation for operation (dd_quotient is the
-# tape's IEEE division; 2.0 * DD_LIBM_ULPS is folded as Python and LLVM fold it).
-_TWO_LIBM = 2.0 * D.DD_LIBM_ULPS
+# tape's IEEE division; hypot, with no tape, needs none).
 _BOUNDS = {
     "dd_err_mul": lambda dd, ah, sa, bh, sb: dd.op("add", _abs_times(dd, ah, sb), _abs_times(dd, bh, sa)),
     "dd_err_div": lambda dd, vh, sa, bh, sb: dd.op("div", dd.op("add", sa, _abs_times(dd, vh, sb)),
                                                    dd.op("abs", bh)),
     "dd_err_powi": lambda dd, vh, ah, sa, n: dd.op("div", _abs_times(dd, dd.op("mul", n, vh), sa), dd.op("abs", ah)),
     "dd_err_sqrt": lambda dd, vh, sa: dd.op("div", sa, dd.op("mul", dd.const(2.0), vh)),
-    "dd_err_exp_tail": lambda dd, vh, sa: _abs_times(dd, vh, dd.op("add", sa, dd.const(_TWO_LIBM))),
+    "dd_err_exp_tail": lambda dd, vh, sa: _abs_times(dd, vh, dd.op("add", sa, dd.const(2.0 * D.DD_LIBM_ULPS))),
     "dd_err_expm1_tail": lambda dd, vh, sa: dd.op("add", _abs_times(dd, dd.op("add", vh, dd.const(1.0)), sa),
-                                                  dd.op("mul", dd.const(_TWO_LIBM), dd.op("abs", vh))),
-    "dd_err_log_tail": lambda dd, vh, ah, sa: dd.op("add", dd.op("div", sa, dd.op("abs", ah)),
-                                                    dd.op("mul", dd.const(_TWO_LIBM), dd.op("abs", vh))),
-    "dd_err_log1p_tail": lambda dd, vh, ah, sa: dd.op("add", dd.op("div", sa, dd.op("abs", dd.op("add", dd.const(1.0), ah))),
-                                                      dd.op("mul", dd.const(_TWO_LIBM), dd.op("abs", vh))),
+                                                  _libm(dd, vh)),
+    "dd_err_log_tail": lambda dd, vh, ah, sa: dd.op("add", dd.op("div", sa, dd.op("abs", ah)), _libm(dd, vh)),
+    "dd_err_log1p_tail": _err_log1p_tail,
 }

@@ -16,7 +16,8 @@ from __future__ import annotations
 import mpmath
 import sympy as sp
 
-__all__ = ["log1p", "bd0", "expm1", "softplus", "sigmoid", "logaddexp", "hypot", "dd", "ddt", "strip_dd", "CUSTOM_FUNCTIONS"]
+__all__ = ["log1p", "bd0", "expm1", "softplus", "sigmoid", "logaddexp", "hypot", "dd", "ddt", "strip_dd",
+           "CUSTOM_FUNCTIONS"]
 
 
 class _StableFunction(sp.Function):

@@ -39,13 +39,14 @@ x ~ y) costs what a dd region does, and is taken only when no other candidate re
 
 The candidates are the form with one subexpression ``N`` marked ``dd(N)`` or ``ddt(N)``, for
 every ``N`` of the form that has a double-double routine
-(:func:`symgrad.ir.ddprogram.from_sympy_region`), cheapest first (fewest dd operations).  Each is scored with exactly the kernel's arithmetic
-(:func:`symgrad.ir.ddprogram.run`), first at the failing points, then at all of them; the first
-within 1 ulp everywhere and not worse on average is taken (else the first within 2 ulps), and
-its cost is recorded.  The 1-ulp margin is there because the roundings left outside the region
-are only sampled: ``dd(x sigmoid(-x) + 1) * sigmoid(x)`` is within 2 ulps on the search's points
-and 3 ulps at some of 2000 points next to the root.  float32
-is not affected: its kernels compute the plain formula (in float64 when widened).
+(:func:`symgrad.ir.ddprogram.from_sympy_region`), cheapest first (fewest dd operations).  Each
+is scored with exactly the kernel's arithmetic (:func:`symgrad.ir.ddprogram.run`), first at the
+failing points, then at all of them; the first within 1 ulp everywhere and not worse on average
+is taken (else the first within 2 ulps), and its cost is recorded.  The 1-ulp margin is there
+because the roundings left outside the region are only sampled: ``dd(x sigmoid(-x) + 1) *
+sigmoid(x)`` is within 2 ulps on the search's points and 3 ulps at some of 2000 points next to
+the root.  float32 is not affected: its kernels compute the plain formula (in float64 when
+widened).
 """
 from __future__ import annotations
 
