@@ -103,7 +103,7 @@ def run(n: int, out: str, only=None):
         f"{sum(v == 'worse' for _, v in flags)}"
         + "".join(f"; {c}" for c, v in flags if v == "worse")
         + f". Beyond 2 ulps where it is within 1 ulp, within the conditioning bound: "
-        f"{sum(v == 'cond' for _, v in flags)}.", "",
+        f"{sum(v == 'cond' for _, v in flags)}" + "".join(f"; {c}" for c, v in flags if v == "cond") + ".", "",
     ] + ([f"Failures: {'; '.join(failures)}.", ""] if failures else []) + [
         "Bits of error = log2(1 + ulps from the correctly rounded reference); mean / max.", "",
         "| expression | part | f64 naive | f64 API | f32 naive | f32 API |",
