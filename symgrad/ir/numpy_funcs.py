@@ -22,18 +22,32 @@ __all__ = ["sigmoid", "softplus", "erf", "bd0", "erfcx_prime"]
 
 
 def _float(x) -> np.ndarray:
+    """``x`` as a float array (integers and booleans as float64).
+
+    Raises:
+      TypeError: ``x`` is complex: a function with no complex formula here (the stabiliser's
+        real-domain filter, :func:`symgrad.stabilize.regimes._real_at`, then keeps every point);
+        casting would drop the imaginary part with a ComplexWarning.
+    """
     x = np.asarray(x)
+    if x.dtype.kind == "c":
+        raise TypeError(f"a real function was given a complex array ({x.dtype}); real arguments only")
     return x if x.dtype.kind == "f" else x.astype(np.float64)
 
 
 def softplus(x):
-    """log(1 + exp(x)) as max(x, 0) + log1p(exp(-|x|)) (no overflow)."""
+    """log(1 + exp(x)) as max(x, 0) + log1p(exp(-|x|)) (no overflow); for a complex array, the
+    formula itself (the stabiliser's real-domain filter evaluates formulas in complex arithmetic)."""
+    if np.iscomplexobj(x):
+        return np.log1p(np.exp(x))
     x = _float(x)
     return np.maximum(x, x.dtype.type(0)) + np.log1p(np.exp(-np.abs(x)))
 
 
 def sigmoid(x):
-    """1/(1+exp(-x)) for x >= 0, exp(x)/(1+exp(x)) for x < 0."""
+    """1/(1+exp(-x)) for x >= 0, exp(x)/(1+exp(x)) for x < 0; for a complex array, 1/(1+exp(-x))."""
+    if np.iscomplexobj(x):
+        return 1 / (1 + np.exp(-np.asarray(x)))
     x = _float(x)
     one = x.dtype.type(1)
     e = np.exp(-np.abs(x))

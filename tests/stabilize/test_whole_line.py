@@ -128,3 +128,26 @@ def test_compound_interest_searched_without_expanding_the_100th_power():
         want = [float((1 + mpmath.mpf(float(p))) ** 100 - 1) for p in pts]
     got = res.evaluate([x], pts[:, None], "float64")
     assert _bits(got, want).max() <= TWO_ULPS, (res.expr, got, want)
+
+
+def test_the_real_domain_filter_raises_no_complex_warning_through_sigmoid():
+    """The regime split's stress points are filtered by the formula as written in complex
+    arithmetic (``regimes._real_at``).  sigmoid and softplus have no complex extension there:
+    they cast the complex array to float, and the ComplexWarning reached the user's terminal
+    (examples/main_job.py, the logistic-regression gradient), and the filter judged the points by
+    the real part alone.  They now evaluate their formulas in complex arithmetic; a function with
+    none (erf) refuses complex input, and the filter keeps every point."""
+    import warnings
+
+    from symgrad.ir.sympy_funcs import sigmoid
+    from symgrad.stabilize.regimes import _real_at
+
+    x, y = sp.symbols("x y", real=True)
+    X = np.array([[1.0, 2.0], [-3.0, 0.5], [1e300, -1e-300]])
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert _real_at(sigmoid(x) * y - y, [x, y], X).all()
+        assert list(_real_at(sp.log(x) * y, [x, y], X)) == [True, False, True]  # log has a complex facet
+        assert list(_real_at(sigmoid(sp.log(x)) * y, [x, y], X)) == [True, False, True]
+        assert _real_at(sp.erf(sp.log(x)) * y, [x, y], X).all()  # no complex erf: no filter
+    assert not [w for w in caught if issubclass(w.category, np.exceptions.ComplexWarning)]
