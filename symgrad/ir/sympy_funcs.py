@@ -202,9 +202,10 @@ class ddt(dd):
     first-order term of its low part (:func:`symgrad.ir.ddmath.dd_exp_tail`), rounded once.
 
     Float64-accurate where the loss is the rounding of a function's argument (``exp(-a/x)``
-    multiplies it by ``|a/x|``), at a few times the cost of the float64 formula instead of the
-    30-40x of a :class:`dd` region holding an ``exp``.  The same ``dd_region`` graph node, its
-    program made with ``tails=True`` (:func:`symgrad.ir.ddprogram.from_sympy_region`).
+    multiplies it by ``|a/x|``): 14-20x the float64 formula in ``benchmarks/results/dd_regions.md``,
+    against 37x and more for a :class:`dd` region holding an ``exp``.  The same ``dd_region``
+    graph node, its program made with ``tails=True``
+    (:func:`symgrad.ir.ddprogram.from_sympy_region`).
     """
 
 
