@@ -179,11 +179,12 @@ def region_of(mark: dd) -> tuple[list, tuple]:
     return leaves, from_sympy_region(mark.args[0], leaves, tails=isinstance(mark, ddt))
 
 
-def fold(program: tuple, args, *, const, neg, powi, binary, unary):
-    """The value of ``program``'s last instruction, each instruction's value made by a callback
-    from its operands' values: ``args[i]`` for ``("input", i)``, ``const(hi, lo)``, ``neg(a)``,
-    ``powi(a, n)``, ``binary(op, a, b)`` for ``op`` in :data:`BINARY`, ``unary(op, a)`` for the
-    others.  One walk for every way a program is shown or lowered as a plain formula."""
+def fold(program: tuple, args, *, const, neg, powi, binary, unary, every: bool = False):
+    """The value of ``program``'s last instruction (with ``every``, the list of every
+    instruction's), each instruction's value made by a callback from its operands' values:
+    ``args[i]`` for ``("input", i)``, ``const(hi, lo)``, ``neg(a)``, ``powi(a, n)``,
+    ``binary(op, a, b)`` for ``op`` in :data:`BINARY`, ``unary(op, a)`` for the others.  One walk
+    for every way a program is run, shown or lowered as a plain formula."""
     vals: list = []
     for ins in program:
         op = ins[0]
@@ -200,7 +201,7 @@ def fold(program: tuple, args, *, const, neg, powi, binary, unary):
         else:
             v = unary(op, vals[ins[1]])
         vals.append(v)
-    return vals[-1]
+    return vals if every else vals[-1]
 
 
 _SYMPY_OF = {"exp": sp.exp, "expm1": expm1, "log": sp.log, "log1p": log1p, "sigmoid": sigmoid, "softplus": softplus,
@@ -245,46 +246,29 @@ def run(program: tuple, *args: float) -> float:
 
 def _run(program: tuple, args) -> tuple[float, bool]:
     """``(value, whether the region was computed again with dd functions)``."""
+    vals = _dd_values(program, args)
+    hi, lo = vals[-1]
     if not has_tails(program):
-        hi, lo = _run_dd(program, args)
         return hi + lo, False
-    vals, bounds = [], []
+    bounds: list[float] = []
     for k, ins in enumerate(program):
-        vals.append(_step(ins, vals, args))
         name, refs = bound_spec(ins, k)
         operands = [vals[j][0] if kind == "hi" else bounds[j] if kind == "s" else j for kind, j in refs]
         bounds.append(0.0 if name is None else sum(operands) if name == "sum" else
                       operands[0] if name == "copy" else getattr(D, name)(*operands))
-    hi, lo = vals[-1]
     if hi - hi != 0.0 or bounds[-1] <= trusted_bound(program) * abs(hi):
         return hi + lo, False
-    hi, lo = _run_dd(without_tails(program), args)
+    hi, lo = _dd_values(without_tails(program), args)[-1]
     return hi + lo, True
 
 
-def _step(ins: tuple, vals: list, args) -> tuple[float, float]:
-    op = ins[0]
-    if op == "input":
-        return float(args[ins[1]]), 0.0
-    if op == "const":
-        return ins[1], ins[2]
-    if op == "neg":
-        return -vals[ins[1]][0], -vals[ins[1]][1]
-    if op == "powi":
-        return D.dd_powi(*vals[ins[1]], ins[2])
-    if op == "sub":
-        (ah, al), (bh, bl) = vals[ins[1]], vals[ins[2]]
-        return D.dd_add(ah, al, -bh, -bl)
-    if op in BINARY:
-        return BINARY[op](*vals[ins[1]], *vals[ins[2]])
-    return UNARY[op](*vals[ins[1]])
-
-
-def _run_dd(program: tuple, args) -> tuple[float, float]:
-    vals: list = []
-    for ins in program:
-        vals.append(_step(ins, vals, args))
-    return vals[-1]
+def _dd_values(program: tuple, args) -> list[tuple[float, float]]:
+    """Every instruction's ``(hi, lo)`` at float64 ``args``, by :mod:`.ddmath`."""
+    def binary(op, a, b):
+        return D.dd_add(*a, -b[0], -b[1]) if op == "sub" else BINARY[op](*a, *b)
+    return fold(program, [(float(v), 0.0) for v in args], const=lambda h, l: (h, l),  # noqa: E741
+                neg=lambda a: (-a[0], -a[1]), powi=lambda a, n: D.dd_powi(*a, n), binary=binary,
+                unary=lambda op, a: UNARY[op](*a), every=True)
 
 
 # The error bound of each instruction of a program with tails (symgrad.ir.ddmath, "Running error
