@@ -355,24 +355,17 @@ def dd_expm1_tail(xh, xl):
 
 def dd_log_tail(xh, xl):
     """log of a dd to float64 accuracy: libm ``log(xh)`` plus ``xl / xh`` (first order: the
-    dropped ``(xl/xh)^2 / 2`` is below 2^-106)."""
-    if xh != xh or xh < 0.0:
-        return math.nan, 0.0
-    if xh == 0.0:
-        return -math.inf, 0.0
-    if xh == math.inf:
-        return xh, 0.0
+    dropped ``(xl/xh)^2 / 2`` is below 2^-106).  NaN, 0, negative and infinite ``xh``: as :func:`dd_log`."""
+    if not 0.0 < xh < math.inf:
+        return dd_log(xh, xl)
     return dd_two_sum(math.log(xh), xl / xh)
 
 
 def dd_log1p_tail(xh, xl):
-    """log1p of a dd to float64 accuracy: libm ``log1p(xh)`` plus ``xl / (1 + xh)`` (first order)."""
-    if xh != xh or xh < -1.0:
-        return math.nan, 0.0
-    if xh == -1.0:
-        return -math.inf, 0.0
-    if xh == math.inf:
-        return xh, 0.0
+    """log1p of a dd to float64 accuracy: libm ``log1p(xh)`` plus ``xl / (1 + xh)`` (first order).
+    NaN, ``xh <= -1`` and infinite ``xh``: as :func:`dd_log1p`."""
+    if not -1.0 < xh < math.inf:
+        return dd_log1p(xh, xl)
     return dd_two_sum(math.log1p(xh), xl / (1.0 + xh))
 
 
