@@ -212,16 +212,7 @@ def test_double_double_regions_run_on_the_tape_bit_identical():
     near = rng.uniform(-2, 2, 200)  # cancelling points: b close to a, c close to -(a + b - a b)
     cols = [np.concatenate([cols[0], near]), np.concatenate([cols[1], near * (1 + 1e-12)]),
             np.concatenate([cols[2], -(near + near * (1 + 1e-12) - near * near * (1 + 1e-12))])]
-    specs = {"interpreter": tape_spec(kd.name, tape), "native": native_spec(kd.name, tape, key)}
-    for dtype in ("float64", "float32"):
-        with np.errstate(all="ignore"):
-            xs = [col.astype(dtype) for col in cols]
-            want = getattr(module, kd.name)(*xs)
-            for tier, spec in specs.items():
-                got = gufunc_call(spec, tuple(xs))
-                for k, (w, gv) in enumerate(zip(want, got)):
-                    assert _same_bits(w, gv), (f"region {regions[k]} {dtype} {tier}: compiled {w[:3]} "
-                                               f"tape {gv[:3]}")
+    _assert_tiers_give_the_compiled_bits(module, kd, tape, key, cols, regions)
     with np.errstate(all="ignore"):  # and the double-double values are the accurate ones
         from symgrad.ir.ddprogram import run
         r0 = module.tier_dd(*[col[-200:] for col in cols])[0]
@@ -271,6 +262,12 @@ def test_regions_with_functions_and_first_order_tails_run_on_the_tape_bit_identi
     grid = np.meshgrid(base, rng.permutation(base))
     root = -1.2784645427610738 + np.linspace(-1e-9, 1e-9, 60)
     cols = [np.concatenate([grid[0].ravel(), root]), np.concatenate([grid[1].ravel(), rng.uniform(0.5, 3, 60)])]
+    _assert_tiers_give_the_compiled_bits(module, kd, tape, key, cols, regions)
+
+
+def _assert_tiers_give_the_compiled_bits(module, kd, tape, key, cols, regions):
+    """The interpreter and native tiers give the compiled module's bits for every output, in
+    float64 and float32, at the rows of ``cols`` (one array per input)."""
     specs = {"interpreter": tape_spec(kd.name, tape), "native": native_spec(kd.name, tape, key)}
     for dtype in ("float64", "float32"):
         with np.errstate(all="ignore"):
@@ -280,8 +277,8 @@ def test_regions_with_functions_and_first_order_tails_run_on_the_tape_bit_identi
                 got = gufunc_call(spec, tuple(xs))
                 for k, (w, gv) in enumerate(zip(want, got)):
                     bad = ~((w == gv) | (np.isnan(w) & np.isnan(gv)))
-                    assert _same_bits(w, gv), (f"region {regions[k]} {dtype} {tier}: at {xs[0][bad][:3]}, "
-                                               f"{xs[1][bad][:3]} compiled {w[bad][:3]} tape {gv[bad][:3]}")
+                    assert _same_bits(w, gv), (f"region {regions[k]} {dtype} {tier}: at "
+                                               f"{[x[bad][:3] for x in xs]} compiled {w[bad][:3]} tape {gv[bad][:3]}")
 
 
 def test_public_api_answers_from_the_interpreter_then_native_code_then_the_module():
