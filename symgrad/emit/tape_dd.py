@@ -132,11 +132,26 @@ def lower_dd(program: tuple, args: list[int], emit, const) -> int:
     Raises:
       NotLowerable: the program has a ``hypot`` instruction.
     """
+    value, keep = lower_tails(program, args, emit, const)
+    if keep is None:
+        return value
+    return emit("where", keep, value, lower_dd(without_tails(program), args, emit, const))
+
+
+def lower_tails(program: tuple, args: list[int], emit, const) -> tuple[int, int | None]:
+    """``(value, keep)``: the registers of ``program``'s value rounded once and, for a program
+    with first-order tails, of the flag ``keep`` (its error bound allows the value; where it does
+    not, :func:`lower_dd` takes the value of ``without_tails(program)``); ``keep`` is None for a
+    program without tails.
+
+    Raises:
+      NotLowerable: the program has a ``hypot`` instruction.
+    """
     dd = _DD(emit, const)
     vals = _lower(dd, program, args)
     h, l = vals[-1]  # noqa: E741
     if not has_tails(program):
-        return emit("add", h, l)
+        return emit("add", h, l), None
     bounds: list[int] = []
     for k, ins in enumerate(program):
         name, refs = bound_spec(ins, k)
@@ -145,8 +160,7 @@ def lower_dd(program: tuple, args: list[int], emit, const) -> int:
                       emit("add", *operands) if name == "sum" else _BOUNDS[name](dd, *operands))
     keep = emit("logical_or", emit("ne", emit("sub", h, h), dd.zero),
                 emit("le", bounds[-1], emit("mul", const(trusted_bound(program)), emit("abs", h))))
-    fh, fl = _lower(dd, without_tails(program), args)[-1]
-    return emit("where", keep, emit("add", h, l), emit("add", fh, fl))
+    return emit("add", h, l), keep
 
 
 def _lower(dd: _DD, program: tuple, args: list[int]) -> list[tuple[int, int]]:
