@@ -26,7 +26,7 @@ def _float(x) -> np.ndarray:
 
     Raises:
       TypeError: ``x`` is complex: a function with no complex formula here (the stabiliser's
-        real-domain filter, :func:`symgrad.stabilize.regimes._real_at`, then keeps every point);
+        real-domain filter, :func:`symgrad.stabilize.numeric.may_be_real`, then keeps every point);
         casting would drop the imaginary part with a ComplexWarning.
     """
     x = np.asarray(x)

@@ -22,12 +22,13 @@ import numpy as np
 import sympy as sp
 
 from symgrad.ir import numpy_funcs as npf
+from symgrad.emit.tape_numpy import NotLowerable, run_region
 from symgrad.ir.ddprogram import region_of, run_many
 from symgrad.ir.from_sympy import rational_power_residue
 from symgrad.ir.ops import sympy_functions, sympy_relations
 from symgrad.ir.sympy_funcs import dd
 
-__all__ = ["compile_numpy", "evaluate", "np_softplus", "np_sigmoid", "is_constant"]
+__all__ = ["compile_numpy", "evaluate", "np_softplus", "np_sigmoid", "is_constant", "may_be_real", "run_columns"]
 
 Env = Sequence[np.ndarray]
 
@@ -164,9 +165,24 @@ def _compile_node(expr, pos: dict, t) -> Callable[[Env], np.ndarray]:
     raise NotImplementedError(f"numeric evaluator: unsupported node {expr.func}")
 
 
+VECTOR_ROWS = 64  # from this many points on, a region runs one NumPy operation per tape instruction
+
+
+def run_columns(program: tuple, columns, recomputed: list | None = None) -> np.ndarray:
+    """:func:`symgrad.ir.ddprogram.run_many`, the same bits: on a few points by :mod:`symgrad.ir.ddmath`
+    point by point, on more by :func:`symgrad.emit.tape_numpy.run_region` (two to seven times faster
+    on a few thousand points; a region with ``hypot`` has no tape and runs point by point)."""
+    if len(columns) and np.size(columns[0]) >= VECTOR_ROWS:
+        try:
+            return run_region(program, columns, recomputed)
+        except NotLowerable:
+            pass
+    return run_many(program, columns, recomputed)
+
+
 def _compile_dd(expr, pos, t):
-    """A double-double region: in float64 exactly the kernel's helper (:func:`symgrad.ir.ddprogram.run`
-    at each point); in float32 its plain formula, as float32 kernels print it."""
+    """A double-double region: in float64 exactly the kernel's helper (:func:`symgrad.ir.ddprogram.run`'s
+    bits, :func:`run_columns`); in float32 its plain formula, as float32 kernels print it."""
     if t is not np.float64:
         return _compile(expr.args[0], pos, t)
     syms, program = region_of(expr)
@@ -175,7 +191,7 @@ def _compile_dd(expr, pos, t):
     def region(env):
         cols = [np.broadcast_to(np.asarray(p(env), dtype=np.float64), np.shape(env[0]) if env else ())
                 for p in parts]
-        return run_many(program, [c.reshape(-1) for c in cols]).reshape(np.shape(cols[0]))
+        return run_columns(program, [c.reshape(-1) for c in cols]).reshape(np.shape(cols[0]))
     return region
 
 
@@ -301,3 +317,20 @@ def compile_numpy(expr: sp.Expr, variables: Sequence[sp.Symbol], dtype,
 def evaluate(expr, variables, X, dtype) -> np.ndarray:
     """One-shot :func:`compile_numpy` + call."""
     return compile_numpy(expr, variables, dtype)(X)
+
+
+def may_be_real(expr: sp.Expr, variables: Sequence[sp.Symbol], X: np.ndarray) -> np.ndarray:
+    """Mask of the rows of ``X`` where ``expr`` may be real: its value in complex arithmetic
+    (complex128) has no imaginary part, or one that is not finite (overflow: unknown, kept).  A
+    point outside the real domain (log of a negative ratio in the Bernoulli KL gradient) has no
+    value a form could lose, though forms that merge two logs are finite there.  All rows if
+    ``expr`` has no complex evaluation (hypot, erf ...).  A filter for samples, not a proof: the
+    roundings of complex arithmetic can make a real value's imaginary part nonzero (``sqrt`` of a
+    difference that rounds below 0), so such a point is left out of a sample, never given a value."""
+    try:
+        with np.errstate(all="ignore"):
+            z = np.broadcast_to(np.asarray(compile_numpy(expr, variables, "complex128")(X.astype(np.complex128))),
+                                (len(X),))
+    except Exception:  # noqa: BLE001 - an op with no complex facet: no filter
+        return np.ones(len(X), dtype=bool)
+    return ~(np.isfinite(z.imag) & (z.imag != 0))

@@ -27,7 +27,7 @@ import numpy as np
 import sympy as sp
 
 from .accuracy import ulp_bits
-from .numeric import compile_numpy
+from .numeric import compile_numpy, may_be_real
 from .reference import compile_mpmath, reference_values
 
 __all__ = ["best_split", "covering_series", "grid_between", "shortest_between"]
@@ -186,7 +186,7 @@ FAILED_PENALTY = 1e4  # bits charged for a stress point where a candidate is NaN
 def _magnitude_stress(samples, dts, variables, orig, n: int = STRESS_POINTS, seed: int = 20261129) -> np.ndarray:
     """float64 points whose inputs differ widely in magnitude (``+-m 10^e``: each input, with
     probability 1/2, at the point's moderate exponent, else at its far one), kept inside the box
-    the samples span (the domain, as sampled) and where ``orig`` may be real (:func:`_real_at`).
+    the samples span (the domain, as sampled) and where ``orig`` may be real (:func:`.numeric.may_be_real`).
 
     A random sample of several inputs rarely holds the point that breaks a piece: over every
     float, the piece ``(x^2 + y^2)^(3/2)`` of a cosine-similarity gradient, taken for
@@ -203,22 +203,7 @@ def _magnitude_stress(samples, dts, variables, orig, n: int = STRESS_POINTS, see
     e = np.where(far, rng.choice(FAR_EXPONENTS, (n, 1)), common).astype(np.float64)
     X = rng.choice([-1.0, 1.0], shape) * rng.uniform(1.0, 10.0, shape) * 10.0 ** e
     X = X[np.all((X >= cols.min(axis=0)) & (X <= cols.max(axis=0)), axis=1)]
-    return X[_real_at(orig, variables, X)] if len(X) else X
-
-
-def _real_at(orig, variables, X: np.ndarray) -> np.ndarray:
-    """Rows of ``X`` where ``orig`` may be real: its value in complex arithmetic has no imaginary
-    part, or one that is not finite (overflow: unknown, kept).  A stress point outside the real
-    domain (log of a negative ratio in the Bernoulli KL gradient) has no value a form could lose,
-    though forms that merge two logs are finite there.  All rows if ``orig`` has no complex
-    evaluation (hypot, erf ...)."""
-    try:
-        with np.errstate(all="ignore"):
-            z = np.broadcast_to(np.asarray(compile_numpy(orig, variables, "complex128")(X.astype(np.complex128))),
-                                (len(X),))
-    except Exception:  # noqa: BLE001 - an op with no complex facet: no filter
-        return np.ones(len(X), dtype=bool)
-    return ~(np.isfinite(z.imag) & (z.imag != 0))
+    return X[may_be_real(orig, variables, X)] if len(X) else X
 
 
 def _stress_losses(cands, variables, X: np.ndarray) -> np.ndarray:
