@@ -20,11 +20,11 @@ import numpy as np
 import sympy as sp
 
 from .budget import cpu_clock
-from .numeric import compile_numpy
+from .numeric import compile_numpy, may_be_real
 from .reference import compile_mpmath, reference_values
-from .sampling import ordinal, sample_points
+from .sampling import box_points, ordinal, sample_points
 
-__all__ = ["Sample", "make_sample", "ulp_bits", "point_bits", "bits_of_error_report", "MAX_BITS"]
+__all__ = ["Sample", "make_sample", "box_sample", "ulp_bits", "point_bits", "bits_of_error_report", "MAX_BITS"]
 
 MAX_BITS = {np.dtype("float64"): 64.0, np.dtype("float32"): 32.0}
 
@@ -66,13 +66,15 @@ def _key(expr, variables, domain, dtype, n, seed):
 BASE_N = 64  # samples of n > BASE_N points extend the BASE_N-point sample (its references are reused)
 
 
-def _draw(fn, variables, domain, dt, n, rng):
+def _draw(fn, variables, domain, dt, n, rng, real=None):
     xs, refs = [], []
     have = 0
     for _ in range(4):
         X = sample_points(variables, domain, dt, n, rng)
         X = np.unique(X, axis=0) if len(variables) else X
         X = X[rng.permutation(len(X))]
+        if real is not None and len(X):
+            X = X[may_be_real(real, variables, X)]
         ref = reference_values(fn, X, dt)
         ok = np.isfinite(ref)
         xs.append(X[ok])
@@ -84,7 +86,7 @@ def _draw(fn, variables, domain, dt, n, rng):
 
 
 def make_sample(expr: sp.Expr, variables: Sequence[sp.Symbol], dtype, *, domain: Mapping | None = None,
-                n: int = 256, seed: int = 0) -> Sample:
+                n: int = 256, seed: int = 0, real_only: bool = False) -> Sample:
     """Sample ``n`` points where ``expr`` has a finite real reference in ``dtype``.
 
     Results are cached per (expression, variables, domain, dtype, n, seed).
@@ -93,23 +95,48 @@ def make_sample(expr: sp.Expr, variables: Sequence[sp.Symbol], dtype, *, domain:
     of ``n > 64`` points is the 64-point sample (same seed) followed by
     ``n - 64`` further points, so a quick 64-point accuracy probe and a full
     search share their references.
+
+    ``real_only``: points where ``expr`` in complex arithmetic is not real
+    (:func:`.numeric.may_be_real`) are dropped before their references are computed (mpmath
+    spends some 0.1 ms on each such point to find its value complex); the sample then also misses
+    the rare real points whose complex evaluation rounds off the real line.
     """
-    key = _key(expr, variables, domain, dtype, n, seed)
+    key = _key(expr, variables, domain, dtype, n, seed) + (real_only,)
     if key in _CACHE:
         return _CACHE[key]
     dt = np.dtype(dtype)
     t0, before = cpu_clock(), 0.0
     fn = compile_mpmath(expr, variables)
     if n > BASE_N:
-        head = make_sample(expr, variables, dt, domain=domain, n=BASE_N, seed=seed)
+        head = make_sample(expr, variables, dt, domain=domain, n=BASE_N, seed=seed, real_only=real_only)
         t0, before = cpu_clock(), head.cpu_s
         rng = np.random.default_rng([seed, 7919 if dt == np.float32 else 104729, n])
-        X, ref = _draw(fn, variables, domain, dt, n - BASE_N, rng)
+        X, ref = _draw(fn, variables, domain, dt, n - BASE_N, rng, expr if real_only else None)
         X, ref = np.concatenate([head.X, X]), np.concatenate([head.ref, ref])
     else:
         rng = np.random.default_rng([seed, 7919 if dt == np.float32 else 104729])
-        X, ref = _draw(fn, variables, domain, dt, n, rng)
+        X, ref = _draw(fn, variables, domain, dt, n, rng, expr if real_only else None)
     s = Sample(dt, X, ref, before + cpu_clock() - t0)
+    if len(_CACHE) > 2000:
+        _CACHE.clear()
+    _CACHE[key] = s
+    return s
+
+
+def box_sample(expr: sp.Expr, variables: Sequence[sp.Symbol], dtype, *, domain: Mapping | None = None,
+               n: int = 256, seed: int = 0) -> Sample:
+    """Up to ``n`` points drawn uniformly in the box of ordinary values
+    (:func:`.sampling.ordinary_box`: ``[-1, 1]`` in each input, inside ``domain``) where ``expr``
+    has a finite real reference in ``dtype``; cached like :func:`make_sample`."""
+    key = ("box",) + _key(expr, variables, domain, dtype, n, seed)
+    if key in _CACHE:
+        return _CACHE[key]
+    dt = np.dtype(dtype)
+    t0 = cpu_clock()
+    X = box_points(variables, domain, dt, n, np.random.default_rng([seed, 5381]))
+    ref = reference_values(compile_mpmath(expr, variables), X, dt) if len(X) else np.zeros(0, dt)
+    ok = np.isfinite(ref)
+    s = Sample(dt, X[ok], ref[ok], cpu_clock() - t0)
     if len(_CACHE) > 2000:
         _CACHE.clear()
     _CACHE[key] = s

@@ -21,7 +21,15 @@ conditioning excuses (the same 2-3 ulps,
 from several roundings on a rounded ``hypot(x, y)`` in ``-(y/h)/h/h``, or on Heron's products):
 such points are rare, so they are looked for on a larger sample (1024 points, references in dd),
 and the candidates then include every piece of a regime split that repairs one (the losses often
-fall in two pieces) and the formula as written, whole.  These regions cost some 10-35x the
+fall in two pieces) and the formula as written, whole.  A region that repairs some of the
+failing points and is no worse anywhere is taken when none repairs them all.
+
+Both triggers also look at 512 points drawn uniformly in the box of ordinary values
+(:func:`.sampling.ordinary_box`: [-1, 1] in each input, inside the domain).  Without a domain
+(``sg.jit``, ``sg.grad``) the search's samples are bit patterns of every float, which seldom fall
+inside (0, 1)^2 away from 0, where a program of probabilities is evaluated: the Bernoulli KL
+gradient's form ``log1p((m - t)/(t (1 - m)))`` is 3-9 ulps off at 5 % of that square, where the
+derivative as written rounds to 1 ulp.  These regions cost some 10-35x the
 float64 arithmetic they replace (``benchmarks/results/dd_regions.md``), against 40-400x for one
 holding a dd ``exp``; ``SYMGRAD_DD_REGIONS=0`` keeps float64 kernels in float64.
 
@@ -41,8 +49,9 @@ does, and is taken only when no other candidate reaches the target.
 The candidates are the form with one subexpression ``N`` marked ``dd(N)`` or ``ddt(N)``, for
 every ``N`` of the form that has a double-double routine
 (:func:`symgrad.ir.ddprogram.from_sympy_region`), cheapest first (fewest dd operations).  Each
-is scored with exactly the kernel's arithmetic (:func:`symgrad.ir.ddprogram.run`), first at the
-failing points, then at all of them; the first within 1 ulp everywhere and not worse on average
+is scored with exactly the kernel's arithmetic (:func:`symgrad.ir.ddprogram.run`; on many points
+the same bits by :func:`symgrad.emit.tape_numpy.run_region`), first at the failing points, then at
+all of them; the first within 1 ulp everywhere and not worse on average
 is taken (else the first within 2 ulps), and its cost is recorded.  The 1-ulp margin is there
 because the roundings left outside the region are only sampled: ``dd(x sigmoid(-x) + 1) *
 sigmoid(x)`` is within 2 ulps on the search's points and 3 ulps at some of 2000 points next to
@@ -57,12 +66,12 @@ from typing import Sequence
 import numpy as np
 import sympy as sp
 
-from symgrad.ir.ddprogram import TAIL, UNARY, from_sympy_region, operation_count, region_of, run_many
+from symgrad.ir.ddprogram import TAIL, UNARY, from_sympy_region, operation_count, region_of
 from symgrad.ir.sympy_funcs import dd, ddt
 
-from .accuracy import Sample, make_sample, point_bits
+from .accuracy import Sample, box_sample, make_sample, point_bits
 from .budget import cpu_clock
-from .numeric import evaluate
+from .numeric import evaluate, run_columns
 from .reference import compile_mpmath
 from .result import RewriteRecord
 from .search import _cond_bits, positions
@@ -80,6 +89,7 @@ MIN_LOSS_BITS = 6.0
 COSTLY = frozenset(UNARY) - {"neg", "sqrt"} - frozenset(TAIL.values())
 ONE_ULP = 1.0  # bits (log2(1 + 1))
 PROBE_POINTS, PROBE_SEED = 1024, 5  # the larger sample of the second trigger (references in dd: cheap)
+BOX_POINTS = 512  # uniform points in the box of ordinary values (sampling.ordinary_box), for both triggers
 MAX_COND_POINTS = 32  # points whose condition number is computed to see whether a smaller loss calls for a region
 # A ddt region computes itself again with dd functions where its error bound shows cancellation: a
 # cheap region (second trigger) may do so at this share of the points at most, else it costs what
@@ -205,7 +215,9 @@ def dd_region(expr: sp.Expr, variables: Sequence[sp.Symbol], sample: Sample, ori
       domain: the stabiliser's domain.
       deadline: ``budget.cpu_clock`` time after which no further candidate is scored.
     """
-    full = _merge(sample, stress_sample(original, variables, domain, np.float64))
+    spread = _merge(sample, stress_sample(original, variables, domain, np.float64))
+    box = box_sample(original, variables, np.float64, domain=domain, n=BOX_POINTS, seed=PROBE_SEED)
+    full = _merge(spread, box)
     before = point_bits(expr, variables, full)
     if not len(before):
         return None
@@ -217,46 +229,76 @@ def dd_region(expr: sp.Expr, variables: Sequence[sp.Symbol], sample: Sample, ori
             return hit
     # Such losses are rare (1 point in 100 for -(y/h)/h/h): they are looked for on a larger sample,
     # when a region of arithmetic could repair them and the form is already at 2 ulps where the
-    # formula as written is within 1 ulp somewhere on the search's points.
+    # formula as written is within 1 ulp somewhere on the search's points or the box sample's.
     cheap = [c for c in cands if c[2] == 0]
     if not (cheap and any(_cheap(leaf) is not None for _, leaf in _leaves(expr))) \
             or not ((naive <= ONE_ULP + 1e-9) & (before >= TWO_ULPS - 1e-9)).any():
         return None
-    full = _merge(full, make_sample(original, variables, np.float64, domain=domain, n=PROBE_POINTS, seed=PROBE_SEED))
+    spread = _merge(spread, make_sample(original, variables, np.float64, domain=domain, n=PROBE_POINTS,
+                                        seed=PROBE_SEED, real_only=True))
+    full = _merge(spread, box)  # the box last: the share a ddt region recomputes is counted without it
     naive = point_bits(original, variables, full)
     before = point_bits(expr, variables, full)
     return _first_within(expr, variables, full, before, naive <= ONE_ULP + 1e-9, cheap, deadline,
-                         lambda at_bad: _whole_pieces(expr, original, variables, at_bad), MAX_RECOMPUTED)
+                         lambda at_bad: _whole_pieces(expr, original, variables, at_bad), MAX_RECOMPUTED,
+                         partial=True, spread=len(spread.X))
 
 
 def _first_within(expr, variables, full: Sample, before: np.ndarray, watched: np.ndarray, cands, deadline,
-                  more=None, max_recomputed: float = 1.0):
+                  more=None, max_recomputed: float = 1.0, partial: bool = False, spread: int | None = None):
     """The first of ``cands`` (cheapest first, then those ``more(at_bad)`` proposes) within
     1 ulp, else the first within 2 ulps, at every ``watched`` point of ``full`` and not worse on
     the mean than ``expr`` (its bits ``before``), with its record; None if there is none or
-    nothing to repair.  A candidate whose ``ddt`` regions compute themselves again with dd
+    nothing to repair.  Where the failing points of ``watched`` lie beyond 2 ulps (``at_bad``),
+    a candidate must bring them within 2 ulps and keep every other point within 2 ulps or no
+    worse than it was.  A candidate whose ``ddt`` regions compute themselves again with dd
     functions at more than ``max_recomputed`` of their points comes after all the others: it
-    costs what a region with dd functions does, and is taken only where it is the only way."""
+    costs what a region with dd functions does, and is taken only where it is the only way.
+
+    ``partial``: a candidate may also leave some failing points beyond 2 ulps if it repairs
+    others and is no worse than ``expr`` at any watched point; the one leaving the fewest is
+    taken.  The failures of a regime split often lie in two pieces, one of which no region can
+    repair (the Bernoulli KL gradient: 2-5 ulps in its piece for m > 0.035, a difference of two
+    quotients that rounds to 1e-32 instead of 0 at m = t < 0 in its first piece).  Candidates that
+    rank alike by those criteria are ranked by their mean error on ``full``.
+
+    ``spread``: the share of points a ``ddt`` region recomputes is counted on the first
+    ``spread`` points of ``full`` only (the samples spread over the domain, not the box sample
+    concentrated on ordinary values: its points in [-1, -0.73] all lie where ``x + e^x + 1``
+    cancels a little, and would make the swish gradient's whole-piece region look costly)."""
     bad = np.flatnonzero(watched & (before > TWO_ULPS + 1e-9))
     if not len(bad):
         return None
     at_bad = Sample(full.dtype, full.X[bad], full.ref[bad])
     cands = cands[:MAX_CANDIDATES] + (more(at_bad) if more is not None else [])
-    best = None  # (rank, candidate, marks, bits after): rank 0 (1 ulp), 1 (2 ulps), +2 if it recomputes often
-    for _, marks, _ in cands:  # a margin first: the sample shows the float64 rest's worst case only
+    def repairing():  # (failing points a candidate leaves, candidate, marks): in ``cands``' order, or with
+        for _, marks, _ in cands:  # ``partial`` all scored at the failing points first, fewest left first
+            if deadline is not None and cpu_clock() > deadline:
+                return
+            cand = _marked(expr, marks)
+            fixed = point_bits(cand, variables, at_bad) <= TWO_ULPS + 1e-9
+            if fixed.all() or (partial and fixed.any()):
+                yield int((~fixed).sum()), cand, marks
+
+    scored = sorted(repairing(), key=lambda c: c[0]) if partial else repairing()
+    fewest = None
+    best = None  # (rank, candidate, marks, bits after); rank: (failing points left, recomputes often, beyond 1 ulp)
+    for n_left, cand, marks in scored:  # a margin first: the sample shows the float64 rest's worst case only
         if deadline is not None and cpu_clock() > deadline:  # roughly (3 ulps off it for dd(...) * sigmoid(x))
             break
-        cand = _marked(expr, marks)
-        if point_bits(cand, variables, at_bad).max() > TWO_ULPS + 1e-9:
-            continue
+        if best is not None and n_left > best[0][0]:
+            break
         after = point_bits(cand, variables, full)
-        worst = after[watched].max()
-        if worst > TWO_ULPS + 1e-9 or after.mean() > before.mean() + 1e-9:
-            continue
-        rank = (worst > ONE_ULP + 1e-9) + 2 * (_recomputed_share(cand, marks, variables, full.X) > max_recomputed)
+        left = watched & (after > TWO_ULPS + 1e-9)
+        if after.mean() > before.mean() + 1e-9 or np.any(after[left] > before[left] + 1e-9):
+            continue  # (a point within 2 ulps before and not now is among them: its bits grew)
+        kept = watched & ~left
+        rank = (int(left.sum()), _recomputed_share(cand, marks, variables, full.X[:spread]) > max_recomputed,
+                bool(kept.any() and after[kept].max() > ONE_ULP + 1e-9), float(after.mean()))
         if best is None or rank < best[0]:
             best = (rank, cand, marks, after)
-        if rank == 0:
+        fewest = n_left if fewest is None else fewest
+        if rank[:3] == (fewest, False, False):
             break
     if best is None:
         return None
@@ -282,7 +324,7 @@ def _recomputed_share(expr: sp.Expr, marks, variables, X: np.ndarray) -> float:
         if used.any():
             leaves, program = region_of(mark(node))
             count: list = []
-            run_many(program, [X[used, list(variables).index(v)] for v in leaves], count)
+            run_columns(program, [X[used, list(variables).index(v)] for v in leaves], count)
             share = max(share, count[0] / used.sum())
     return share
 

@@ -19,7 +19,7 @@ from typing import Mapping, Sequence
 import numpy as np
 import sympy as sp
 
-__all__ = ["ordinal", "from_ordinal", "sample_points", "domain_bounds"]
+__all__ = ["ordinal", "from_ordinal", "sample_points", "domain_bounds", "ordinary_box", "box_points"]
 
 _INT = {np.dtype("float64"): np.int64, np.dtype("float32"): np.int32}
 _SPECIAL = [0.0, 1e-300, 1e-30, 1e-8, 1e-4, 0.1, 0.5, 1.0, 1 - 1e-8, 1 + 1e-8, 1 - 1e-4, 2.0,
@@ -113,3 +113,41 @@ def sample_points(variables: Sequence[sp.Symbol], domain: Mapping | None, dtype,
             C[:, j] = np.clip(np.nan_to_num(C[:, j], nan=lo), lo, hi)
         X = np.concatenate([X, C])
     return X.astype(dt)
+
+
+def ordinary_box(variables: Sequence[sp.Symbol], domain: Mapping | None, dtype) -> list[tuple[float, float]] | None:
+    """Per input, the interval of ordinary values a box sample draws from: the domain inside
+    ``[-1, 1]`` where that has width, else the domain's binade nearest to 1 (``[lo, 2 lo]`` for
+    ``lo >= 1``, ``[2 hi, hi]`` for ``hi <= -1``); None if an input has a single value.
+
+    Bounded real domains of ordinary size are common in users' programs (probabilities in
+    (0, 1), speeds as fractions of c in (-1, 1), cosines) and the bit-pattern sample of every
+    float rarely lands inside them away from 0: the probability that two inputs drawn by bit
+    pattern both fall in (0.1, 1) is 1e-6."""
+    out = []
+    for v in variables:
+        lo, hi = domain_bounds(v, domain, dtype)
+        blo, bhi = max(lo, -1.0), min(hi, 1.0)
+        if blo >= bhi:
+            blo, bhi = (lo, min(hi, 2.0 * lo)) if lo >= 1.0 else (max(lo, 2.0 * hi), hi)
+        if not blo < bhi:
+            return None
+        out.append((blo, bhi))
+    return out
+
+
+def box_points(variables: Sequence[sp.Symbol], domain: Mapping | None, dtype, n: int,
+               rng: np.random.Generator) -> np.ndarray:
+    """``n`` input tuples drawn uniformly in the :func:`ordinary_box`, and for one input every
+    special value of its domain after them (0.1, 0.5, 1, 2, 10 ..., and the floats at 1e-2 ...
+    1e-12 relative from 0, +-1 and the domain's ends: the values a user tries first); an
+    ``(m, k)`` array of ``dtype``, empty if there is no such box."""
+    dt = np.dtype(dtype)
+    box = ordinary_box(variables, domain, dt)
+    if box is None or not variables:
+        return np.empty((0, len(variables)), dt)
+    lo, hi = np.array(box).T
+    X = np.clip(rng.uniform(lo, hi, (n, len(variables))).astype(dt), lo.astype(dt), hi.astype(dt))
+    if len(variables) == 1:
+        X = np.concatenate([X, _specials(*domain_bounds(variables[0], domain, dt), dt)[:, None]])
+    return X

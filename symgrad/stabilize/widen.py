@@ -21,7 +21,7 @@ import sympy as sp
 from .accuracy import Sample, ulp_bits
 from .numeric import compile_numpy
 from .reference import compile_mpmath, reference_values
-from .sampling import from_ordinal, ordinal, sample_points
+from .sampling import box_points, from_ordinal, ordinal, sample_points
 from .result import RewriteRecord, evaluate_result
 
 TWO_ULPS = float(np.log2(3.0))
@@ -110,7 +110,8 @@ def loses_where_written_does_not(expr: sp.Expr, original: sp.Expr, variables: Se
                                  domain=None, n: int = N_DENSE) -> bool:
     """Does the float32 kernel of ``expr`` lose more than 2 ulps at some point where the formula as
     written (``original`` in float32) is within 1 ulp?  Issue 16's never-worse criterion, probed
-    on ``n`` float32 points (:func:`~.sampling.sample_points`, seeded) without mpmath.
+    on ``n`` float32 points (:func:`~.sampling.sample_points`, seeded) and ``n/4`` uniform in the box of
+    ordinary values (:func:`~.sampling.box_points`), without mpmath.
 
     The reference is ``expr`` computed in float64 and rounded once, which is what the widened
     kernel returns: where the float64 form is accurate (its error far below half a float32 ulp)
@@ -120,7 +121,8 @@ def loses_where_written_does_not(expr: sp.Expr, original: sp.Expr, variables: Se
     (1.01, 0.9999), where the derivative as written rounds exactly.
     """
     rng = np.random.default_rng(DENSE_SEED)
-    X = sample_points(variables, domain, np.float32, n, rng)
+    X = np.concatenate([sample_points(variables, domain, np.float32, n, rng),
+                        box_points(variables, domain, np.float32, n // 4, rng)])
     with np.errstate(all="ignore"):
         ref = evaluate_result(expr, True, variables, X, np.float32)
         ok = np.isfinite(ref)

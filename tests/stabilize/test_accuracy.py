@@ -70,3 +70,23 @@ def test_erfcx_mpmath_facet_far_in_the_tail():
         with mpmath.workdps(40):
             t = mpmath.mpf(v)
             assert abs(_mp_erfcx(t) / (mpmath.exp(t * t) * mpmath.erfc(t)) - 1) < mpmath.mpf(10) ** -35
+
+
+def test_ordinary_box_is_the_domain_near_one():
+    """The box sample draws inside [-1, 1] where the domain reaches it, else in the domain's
+    binade nearest to 1; an input with a single value has none.  For one input, every special
+    value of the domain follows the uniform points."""
+    from symgrad.stabilize.sampling import box_points, ordinary_box
+    x, y = sp.symbols("x y", real=True)
+    assert ordinary_box([x, y], None, np.float64) == [(-1.0, 1.0), (-1.0, 1.0)]
+    assert ordinary_box([x], {x: (1e-6, 0.999999)}, np.float64) == [(1e-6, 0.999999)]
+    assert ordinary_box([x, y], {x: (5.0, 1e100), y: (-1e100, -3.0)}, np.float64) == [(5.0, 10.0), (-6.0, -3.0)]
+    assert ordinary_box([x], {x: (1.0, 2.0)}, np.float64) == [(1.0, 2.0)]
+    assert ordinary_box([x], {x: (1.0, 1.0)}, np.float64) is None
+    X = box_points([x, y], {x: (0.0, 1.0)}, np.float32, 1000, np.random.default_rng(0))
+    assert X.dtype == np.float32 and X.shape == (1000, 2)
+    assert X[:, 0].min() >= 0 and X[:, 0].max() <= 1 and X[:, 1].min() >= -1 and X[:, 1].max() <= 1
+    assert X[:, 1].min() < -0.9 and X[:, 1].max() > 0.9  # uniform, not by bit pattern: most points are ordinary
+    assert np.mean(np.abs(X[:, 1]) > 0.1) > 0.8
+    X1 = box_points([x], {x: (0.0, 100.0)}, np.float64, 10, np.random.default_rng(0))[:, 0]
+    assert {0.1, 0.5, 1.0, 2.0, 10.0, 100.0, 1 - 1e-2}.issubset(set(X1[10:])) and X1.max() == 100.0

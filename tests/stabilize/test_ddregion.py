@@ -235,3 +235,45 @@ def test_region_where_float64_forms_round_worse_than_the_formula_as_written():
     naive = ulp_bits(np.asarray(sp.lambdify(x, e, "numpy")(X), dtype=np.float64), ref)
     assert got.max() <= 1.0 + 1e-9, X[np.argmax(got)]
     assert naive.max() > TWO_ULPS  # the formula as written is not within 2 ulps everywhere either
+
+
+_y, _z = sp.symbols("y z", real=True)
+VECTOR_REGIONS = [  # (region, inputs, first-order tails)
+    ((x - _y) / (_y * (1 - x)) + x**3 - 1 / x**2, [x, _y], False),
+    (sp.sqrt(x * x + _y) - x, [x, _y], False),
+    (sp.log(x) - sp.exp(-x / _y), [x, _y], False),
+    (x + sp.exp(x) + 1, [x], True),
+    (sp.exp(-_z / x) - sp.exp(-_z / _y), [x, _y, _z], True),
+    (sp.log(x / _y) - sp.log((1 - x) / (1 - _y)), [x, _y], True),
+]
+
+
+@pytest.mark.parametrize("region,inputs,tails", VECTOR_REGIONS, ids=[str(r[0])[:30] for r in VECTOR_REGIONS])
+def test_numpy_tape_run_gives_the_bits_of_run_many(region, inputs, tails):
+    """The stabiliser scores regions on whole columns (``tape_numpy.run_region``, one ufunc per tape
+    instruction); each value, and the count of points a ``ddt`` region recomputes with dd functions,
+    is ``run_many``'s (the helper's), at bit patterns of every magnitude, ordinary values, points
+    next to the root of ``x + exp(x) + 1`` and special values (zeros, infinities, NaN)."""
+    from symgrad.emit.tape_numpy import run_region
+    from symgrad.stabilize.sampling import sample_points
+    rng = np.random.default_rng(3)
+    special = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1.0, -1.0, 5e-324, 1e308])
+    X = np.concatenate([sample_points(inputs, None, np.float64, 1500, rng), rng.uniform(-2, 2, (500, len(inputs))),
+                        np.repeat(-1.2784645427610738 + np.linspace(-1e-9, 1e-9, 41)[:, None], len(inputs), axis=1),
+                        rng.choice(special, (200, len(inputs)))])
+    program = from_sympy_region(region, inputs, tails=tails)
+    cols = [X[:, j] for j in range(len(inputs))]
+    counts: list = []
+    want, got = run_many(program, cols, counts), run_region(program, cols, counts)
+    assert np.all((want.view(np.int64) == got.view(np.int64)) | (np.isnan(want) & np.isnan(got)))
+    assert counts[0] == counts[1] and (counts[0] > 0) == tails  # (every ddt region here cancels somewhere)
+
+
+def test_numpy_tape_refuses_hypot_and_the_scorer_falls_back():
+    from symgrad.emit.tape_numpy import NotLowerable, run_region
+    from symgrad.stabilize.numeric import run_columns
+    program = from_sympy_region(1 / hypot(x, _y), [x, _y])
+    cols = [np.linspace(-3, 3, 100), np.linspace(0.5, 7, 100)]
+    with pytest.raises(NotLowerable):
+        run_region(program, cols)
+    assert np.array_equal(run_columns(program, cols), run_many(program, cols))
