@@ -25,6 +25,8 @@ References:
 """
 from __future__ import annotations
 
+import dataclasses
+
 from typing import Mapping, Sequence
 
 import numpy as np
@@ -107,7 +109,8 @@ def stabilize(expr: sp.Expr, variables: Sequence[sp.Symbol], *, domain: Mapping 
         candidate, its cost in the record; ``$SYMGRAD_DD_REGIONS=0`` turns it off).
     """
     t0 = cpu_clock()
-    expr = sp.sympify(expr)
+    given = sp.sympify(expr)
+    expr = wide_floats(given)
     s = Search(expr, variables, domain, SEARCH_SHARE * budget_s, tuple(dtypes), seed, n_points, work=work,
                samples=samples, widen=widen_float32)
     # the never-worse check's references first: every rewrite needs them, and a check the program's deadline
@@ -186,8 +189,38 @@ def stabilize(expr: sp.Expr, variables: Sequence[sp.Symbol], *, domain: Mapping 
             at = _widening_at(records)  # the float32 widening record stays last
             records = records[:at] + [rec] + records[at:]
             summary["float64"] = rec.bits["float64"]
-    return StabilizeResult(form, records, s.exhausted, cpu_clock() - t0,
-                           summary, s.used, s.timed_out, wide, note, others, tuple(skipped))
+    back = _narrowing(expr, given)  # the caller's own Floats where the search kept them
+    return StabilizeResult(back(form), [_record_with(r, back) for r in records], s.exhausted, cpu_clock() - t0,
+                           summary, s.used, s.timed_out, wide, note, {dt: back(e) for dt, e in others.items()},
+                           tuple(skipped))
+
+
+FLOAT_PRECISION = 113  # bits of the Floats a searched expression holds (their values unchanged)
+
+
+def wide_floats(expr: sp.Expr) -> sp.Expr:
+    """``expr`` with each Float (a traced program's constant: a double) held at ``FLOAT_PRECISION``
+    bits, its value unchanged.  SymPy folds the constants a rewrite derives from it at its
+    operands' precision: ``log(17.079468445347132 x^2)/2`` becomes ``1.4189385332046727 + log(x)``
+    with ``log(17.079...)/2`` rounded to 53 bits, a function 1 ulp away from the program's, which no
+    region can then evaluate within 2 ulps of it where the sum cancels.  At 113 bits the kernel
+    rounds the folded constant once, and a double-double region takes its low part too."""
+    floats = [f for f in expr.atoms(sp.Float) if f._prec < FLOAT_PRECISION]
+    return expr.xreplace({f: sp.Float(f, precision=FLOAT_PRECISION) for f in floats}) if floats else expr
+
+
+def _narrowing(wide: sp.Expr, given: sp.Expr):
+    """The map from ``wide``'s Floats (:func:`wide_floats`) back to ``given``'s, as a function of
+    an expression (identity when there are none)."""
+    pairs = {sp.Float(f, precision=FLOAT_PRECISION): f for f in given.atoms(sp.Float) if f._prec < FLOAT_PRECISION}
+    if not pairs:
+        return lambda e: e
+    return lambda e: e.xreplace(pairs) if isinstance(e, sp.Basic) else e
+
+
+def _record_with(rec: RewriteRecord, back) -> RewriteRecord:
+    return dataclasses.replace(rec, before=back(rec.before), after=back(rec.after),
+                               expr_before=back(rec.expr_before), expr_after=back(rec.expr_after))
 
 
 def _widening_at(records) -> int:

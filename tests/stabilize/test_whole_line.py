@@ -27,6 +27,7 @@ import sympy as sp
 
 import symgrad as sg
 from symgrad.stabilize.accuracy import ulp_bits
+from symgrad.stabilize.numeric import evaluate
 from symgrad.stabilize.reference import compile_mpmath, reference_values
 from symgrad.stabilize.verify import equivalent
 
@@ -132,7 +133,7 @@ def test_compound_interest_searched_without_expanding_the_100th_power():
 
 def test_the_real_domain_filter_raises_no_complex_warning_through_sigmoid():
     """The regime split's stress points are filtered by the formula as written in complex
-    arithmetic (``regimes._real_at``).  sigmoid and softplus have no complex extension there:
+    arithmetic (``numeric.may_be_real``).  sigmoid and softplus have no complex extension there:
     they cast the complex array to float, and the ComplexWarning reached the user's terminal
     (examples/main_job.py, the logistic-regression gradient), and the filter judged the points by
     the real part alone.  They now evaluate their formulas in complex arithmetic; a function with
@@ -140,7 +141,7 @@ def test_the_real_domain_filter_raises_no_complex_warning_through_sigmoid():
     import warnings
 
     from symgrad.ir.sympy_funcs import sigmoid
-    from symgrad.stabilize.regimes import _real_at
+    from symgrad.stabilize.numeric import may_be_real as _real_at
 
     x, y = sp.symbols("x y", real=True)
     X = np.array([[1.0, 2.0], [-3.0, 0.5], [1e300, -1e-300]])
@@ -151,3 +152,76 @@ def test_the_real_domain_filter_raises_no_complex_warning_through_sigmoid():
         assert list(_real_at(sigmoid(sp.log(x)) * y, [x, y], X)) == [True, False, True]
         assert _real_at(sp.erf(sp.log(x)) * y, [x, y], X).all()  # no complex erf: no filter
     assert not [w for w in caught if issubclass(w.category, np.exceptions.ComplexWarning)]
+
+
+def _bernoulli_kl(m, t):
+    return m * np.log(m / t) + (1 - m) * np.log((1 - m) / (1 - t))
+
+
+def _written_bits_and_reference(expr, variables, X):
+    """Bits of ``expr`` as written (lambdified, float64) and its correctly rounded references at ``X``."""
+    ref = reference_values(compile_mpmath(expr, variables), X, np.float64)
+    with np.errstate(all="ignore"):  # (not lambdify: it prints a Float constant with 15 digits)
+        written = evaluate(expr, variables, X, np.float64)
+    return _bits(np.broadcast_to(written, ref.shape), ref), ref
+
+
+def test_bernoulli_kl_gradient_without_a_domain_is_never_worse_inside_the_unit_square():
+    """``sg.grad`` searches over every float (no domain), where points inside (0, 1)^2 away from 0
+    are rare; its form for m > 0.035, ``log1p((m - t)/(t (1 - m)))``, is 3-9 ulps off where t is
+    near 1 and the derivative as written rounds to 1 ulp (7 of 128 points of bench_stability_api's
+    sample).  The box sample of ordinary values (``sampling.ordinary_box``) shows those points to the
+    double-double step, which puts that piece in a ``ddt`` region although its first piece keeps a
+    failure no region repairs (a partial repair).  Checked on 400 uniform points of the square."""
+    m, t = sp.symbols("m t", real=True)
+    d_dm = sp.diff(m * sp.log(m / t) + (1 - m) * sp.log((1 - m) / (1 - t)), m)
+    rng = np.random.default_rng(16)
+    X = np.concatenate([[[0.5, 0.99], [0.14174322560411426, 0.8957702577551568], [0.18078969394236036, 0.9658996331622733]],
+                        rng.uniform(1e-6, 1 - 1e-6, (400, 2))])
+    written, ref = _written_bits_and_reference(d_dm, [m, t], X)
+    got = _bits(sg.grad(_bernoulli_kl, argnums=0)(X[:, 0], X[:, 1]), ref)
+    watched = written <= 1.0 + 1e-9
+    assert watched[:3].all() and got[:3].max() <= TWO_ULPS, got[:3]
+    assert got[watched].max() <= TWO_ULPS, X[watched][got[watched] > TWO_ULPS]
+
+
+def test_velocity_addition_gradient_without_a_domain_is_never_worse_for_speeds_below_c():
+    """Relativistic velocity addition ``(x + y)/(1 + x y)`` in units of c: its derivative in y,
+    ``(1 - x^2)/(1 + x y)^2``, searched over every float, was 3 ulps off at (-0.36, 0.918), where the
+    derivative as written rounds to 1 ulp; inside (-1, 1)^2 it is now within 2 ulps wherever the
+    formula as written is within 1 ulp."""
+    x, y = sp.symbols("x y", real=True)
+    d_dy = sp.diff((x + y) / (1 + x * y), y)
+    rng = np.random.default_rng(17)
+    X = np.concatenate([[[-0.3608906626264309, 0.917696124648513]], rng.uniform(-0.999, 0.999, (400, 2))])
+    written, ref = _written_bits_and_reference(d_dy, [x, y], X)
+    got = _bits(sg.grad(lambda u, v: (u + v) / (1 + u * v), argnums=1)(X[:, 0], X[:, 1]), ref)
+    watched = written <= 1.0 + 1e-9
+    assert got[watched].max() <= TWO_ULPS, X[watched][got[watched] > TWO_ULPS]
+
+
+def test_constants_folded_by_a_rewrite_keep_more_than_53_bits():
+    """``np.log(2 * np.pi * np.e * x**2) / 2``, the Gaussian entropy, holds the double
+    c = 17.079468445347132; the search's form for x > 0 is ``log(c)/2 + log(x)`` (as
+    ``log(c)/2 - log(1/x)``).  Folded at the double's 53 bits, ``log(c)/2`` is itself rounded:
+    next to the root x = 1/sqrt(c), where the sum cancels, a double-double region then computes
+    a function 5-7 bits away from the program's (54 bits at the root).  The stabiliser holds the
+    trace's floats at 113 bits, so the region gets the folded constant's low part: within 2 ulps
+    of the program's own exact function (its rounded c) at 40 points within 1e-3 relative of the
+    root, and at ordinary points.  Where it keeps a Float of the caller's, it returns the caller's
+    own object."""
+    from symgrad.stabilize import stabilize
+    x = sp.Symbol("x", real=True)
+    c = 2 * np.pi * np.e
+    program = sp.log(sp.Float(c) * x**2) / 2
+    root = float(1 / mpmath.sqrt(mpmath.mpf(c)))
+    offsets = np.concatenate([-np.geomspace(1e-3, 5e-6, 20), np.geomspace(5e-6, 1e-3, 20)])
+    X = np.concatenate([root * (1 + offsets), [0.1, 0.5, 0.9, 3.0]])
+    ref = reference_values(compile_mpmath(program, [x]), X[:, None], np.float64)
+    got = _bits(sg.jit(lambda v: np.log(c * v**2) / 2)(X), ref)
+    assert got.max() <= TWO_ULPS, (X[got > TWO_ULPS], got[got > TWO_ULPS])
+    res = stabilize(program, [x], budget_s=1.0)
+    folded = [f for f in res.expr.atoms(sp.Float) if abs(float(f) - np.log(c) / 2) < 1e-12]
+    assert folded and all(f._prec > 53 for f in folded), res.expr
+    kept = stabilize(sp.Float(0.1) * x, [x], budget_s=0.5)  # nothing to rewrite: the caller's own Float
+    assert kept.expr == sp.Float(0.1) * x and {f._prec for f in kept.expr.atoms(sp.Float)} == {53}
