@@ -215,7 +215,21 @@ def _narrowing(wide: sp.Expr, given: sp.Expr):
     pairs = {sp.Float(f, precision=FLOAT_PRECISION): f for f in given.atoms(sp.Float) if f._prec < FLOAT_PRECISION}
     if not pairs:
         return lambda e: e
-    return lambda e: e.xreplace(pairs) if isinstance(e, sp.Basic) else e
+    return lambda e: _replaced(e, pairs) if isinstance(e, sp.Basic) else e
+
+
+def _replaced(e: sp.Basic, pairs: dict) -> sp.Basic:
+    """``e`` with the atoms of ``pairs`` replaced, its sums, products and powers rebuilt
+    unevaluated: ``xreplace`` would evaluate ``0.693*(x - y)``, a form the search built on purpose,
+    into ``0.693*x - 0.693*y`` (SymPy distributes a number over a sum), which cancels."""
+    if e in pairs:
+        return pairs[e]
+    if not e.args or not e.has(*pairs):
+        return e
+    args = [_replaced(a, pairs) for a in e.args]
+    if isinstance(e, (sp.Add, sp.Mul, sp.Pow)):
+        return e.func(*args, evaluate=False)
+    return e.func(*args)
 
 
 def _record_with(rec: RewriteRecord, back) -> RewriteRecord:
