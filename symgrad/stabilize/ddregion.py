@@ -271,6 +271,7 @@ def _first_within(expr, variables, full: Sample, before: np.ndarray, watched: np
         return None
     at_bad = Sample(full.dtype, full.X[bad], full.ref[bad])
     cands = cands[:MAX_CANDIDATES] + (more(at_bad) if more is not None else [])
+
     def repairing():  # (failing points a candidate leaves, candidate, marks): in ``cands``' order, or with
         for _, marks, _ in cands:  # ``partial`` all scored at the failing points first, fewest left first
             if deadline is not None and cpu_clock() > deadline:

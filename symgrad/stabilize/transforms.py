@@ -428,7 +428,7 @@ def _log_power_series(e, u, n: int):
         if not arg.has(u):
             continue
         (lead, k), = parametric_series(arg, u, 1)
-        c = sp.simplify(lead / u**k)
+        c = lead / u**k  # the term's coefficient: SymPy cancels the power
         if k == 0 and c == 1:
             continue
         if c != 1 and not (c.is_Rational and c > 0):
