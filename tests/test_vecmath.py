@@ -105,8 +105,8 @@ BOUNDS: dict = {}
 # The measured maxima of test_within_one_ulp (seed 19, fixed inputs): the always-on test fails
 # when any of them grows, not only when it passes 1 ulp.
 MEASURED = {("exp", np.float64): 0.750, ("exp", np.float32): 0.502, ("expm1", np.float64): 0.768,
-            ("expm1", np.float32): 0.500, ("log", np.float64): 0.802, ("log", np.float32): 0.500,
-            ("log1p", np.float64): 0.784, ("log1p", np.float32): 0.500, ("tanh", np.float64): 0.535,
+            ("expm1", np.float32): 0.500, ("log", np.float64): 0.500, ("log", np.float32): 0.500,
+            ("log1p", np.float64): 0.500, ("log1p", np.float32): 0.500, ("tanh", np.float64): 0.535,
             ("tanh", np.float32): 0.500, ("sigmoid", np.float64): 0.750, ("sigmoid", np.float32): 0.500,
             ("softplus", np.float64): 0.750, ("softplus", np.float32): 0.500,
             ("sin", np.float64): 0.766, ("sin", np.float32): 0.501, ("cos", np.float64): 0.778,
@@ -297,6 +297,35 @@ def test_reference_agrees_with_mpmath(name):
     assert err.max() <= 0.5 + 1e-3
     rel = np.abs(ref - exact) / np.where(exact == 0, 1, np.abs(exact))
     assert rel.max() < 1e-18
+
+
+def _mp_ulps(got: float, exact) -> float:
+    """|got - exact| in ulps of the float64 nearest ``exact`` (an mpmath number; 0 counts exactly)."""
+    if exact == 0:
+        return 0.0 if got == 0 else np.inf
+    return float(abs(mpmath.mpf(got) - exact) / mpmath.mpf(float(np.spacing(abs(float(exact))))))
+
+
+@pytest.mark.parametrize("name", ["log", "log1p"])
+def test_log_and_log1p_are_correctly_rounded_against_mpmath(name):
+    """The table-driven log and log1p round correctly: within 0.5 + 2^-10 ulp of 120-bit mpmath
+    at 6000 points (spread over the range, next to 1 and 0 where log1p(r) carries the result, and
+    next to the table's subinterval boundaries), misrounded at fewer than 1 in 1000 (none measured;
+    fdlibm's formulas, as before, misround 3-4 % of them, NumPy's 1 %)."""
+    rng = np.random.default_rng(11)
+    edges = np.int64(0x3FE6000000000000 + (np.arange(129) << 45)).view(np.float64)
+    x = np.concatenate([np.exp(rng.uniform(-700, 700, 1500)), 1 + rng.uniform(-0.02, 0.02, 1500),
+                        1 + np.exp(rng.uniform(-45, -4, 1000)) * rng.choice([-1, 1], 1000),
+                        np.nextafter(edges, 0), edges, np.nextafter(edges, 2), rng.uniform(0.6, 1.4, 1613)])
+    if name == "log1p":
+        x = np.concatenate([x - 1, rng.uniform(-0.004, 0.008, 500), -np.exp(rng.uniform(-40, -1e-3, 500))])
+    with np.errstate(invalid="ignore"):
+        x = x[np.isfinite(x) & (x > (0 if name == "log" else -1))]
+    got = run(name, x)
+    with mpmath.workprec(120):
+        err = np.array([_mp_ulps(float(g), FUNCS[name][2](mpmath.mpf(float(v)))) for g, v in zip(got, x)])
+    assert err.max() <= 0.5 + 2.0**-10, f"{name}({x[np.argmax(err)]!r}): {err.max():.4f} ulp"
+    assert np.mean(err > 0.5) < 1e-3
 
 
 def _check_specials(name, dtype, cases):
