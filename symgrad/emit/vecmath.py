@@ -22,12 +22,14 @@ exponential function in IEEE floating-point arithmetic", ACM TOMS 15(2), 1989):
   formula reaches 0.89 ulp); ``exp_f32`` uses a degree-10 polynomial in float64 (musl's expf).
 * ``log_f64`` -- table-driven, as glibc's log (Szabolcs Nagy, ARM optimized-routines, 2018; Tang,
   "Table-driven implementation of the logarithm function", ACM TOMS 16(4), 1990): x = 2^k z,
-  z in [0x1.6p-1, 0x1.6p0), log x = k ln2 + log c + log1p(z/c - 1) with 1/c from a 128-entry
-  table, rounded to 8 bits so that r = z/c - 1 is exact in one FMA, log c in double-double, and
+  z in [0x1.6p-1, 0x1.6p0), log x = k ln2 + log c + log1p(z/c - 1) for c the centre of one of 128
+  subintervals, 1/c rounded to 8 bits so that r = z/c - 1 is exact in one FMA, log c in
+  double-double from a table, and
   log1p(r) = r - r^2/2 + r^3 Q(r); the large parts are summed exactly (TwoSum) and rounded once:
   within 0.5 + 2^-14 ulp, correctly rounded at every one of 10^5 sampled points (NumPy's log and
-  fdlibm's misround 1 % and 3-4 % of them), at 1.5 times the cost of fdlibm ``e_log.c``
-  (3 table gathers), which serves the float32 functions (``_log_fdlibm``).
+  fdlibm's misround 1 % and 3-4 % of them), at about 1.5 times the cost of fdlibm ``e_log.c`` (two
+  table gathers and a division; ``log1p``: two divisions), which serves the float32 functions
+  (``_log_fdlibm``).
 * ``log1p_f64`` -- the same sum with r = x for -2^-8 <= x < 2^-7, else log(u) for u = 1 + x
   with the rounding error c of 1 + x (exact, fdlibm ``s_log1p.c``'s formula) added as c/u;
   ``expm1_f64`` -- fdlibm ``s_expm1.c``, its k-range cases selected.
@@ -142,6 +144,8 @@ _DBL_MIN = 2.2250738585072014e-308
 # optimized-routines log, Szabolcs Nagy 2018).
 _LOG_OFF = 0x3FE6000000000000              # the bits of 0x1.6p-1 = 0.6875
 _LOG_N = 128
+_LOG_ROUND_HI = 52776558133248.0          # 1.5 * 2^45: (v + it) - it rounds v in [1, 2) to 8 bits
+_LOG_ROUND_LO = 26388279066624.0          # 1.5 * 2^44: the same for v in [0.5, 1)
 _LOG_LN2HI = 0.6931471805598903            # ln 2 to 42 bits (0x1.62e42fefa38p-1): k ln2_hi is exact for |k| < 2^11
 _LOG_LN2LO = 5.497923018708371e-14         # ln 2 - _LOG_LN2HI (to 2^-102)
 # log1p(r) = r - r^2/2 + r^3 Q(r) for |r| <= 2^-7: Q's coefficients from a Chebyshev fit of degree 7
@@ -156,25 +160,29 @@ _LOG_Q5 = -0.12501220788501516
 _LOG_Q6 = 0.11112220920033893
 
 
+def _log_invc(c: float) -> float:
+    """1/c rounded to 8 significant bits (round to nearest even, as :func:`_log_reduce` computes it),
+    or 1 for the two subintervals next to 1 (their centres 1 - 2^-9 and 1 + 2^-8)."""
+    if c == 0.998046875 or c == 1.00390625:
+        return 1.0
+    v = 1.0 / c
+    s = _LOG_ROUND_HI if v >= 1.0 else _LOG_ROUND_LO
+    return (v + s) - s
+
+
 def _log_table():
-    """``[invc, logc_hi, logc_lo] * 128`` (flat: one entry's three values share a cache line), per
-    subinterval: ``invc`` is 1/c for c the subinterval's centre, rounded to 8 significant bits, so
-    that ``z * invc - 1`` (``|.| < 2^-7``) is exact in one FMA; the two subintervals at 1 take
-    ``invc = 1`` (then ``z - 1`` is exact and nothing cancels next to x = 1); ``logc = -log(invc)``
-    as ``logc_hi + logc_lo`` with ``logc_hi`` a multiple of 2^-43, so that ``k ln2_hi + logc_hi`` is
-    exact for |k| < 2^10 + 54, from the standard library's decimal arithmetic at 40 digits (these
-    modules need no mpmath)."""
+    """``[logc_hi, logc_lo] * 128`` (flat: one entry's two values share a cache line): per subinterval,
+    ``logc = -log(invc)`` for ``invc`` = :func:`_log_invc` of its centre, as ``logc_hi + logc_lo`` with
+    ``logc_hi`` a multiple of 2^-43, so that ``k ln2_hi + logc_hi`` is exact for |k| < 2^10 + 54;
+    from the standard library's decimal arithmetic at 40 digits (these modules need no mpmath)."""
     import decimal
     ctx = decimal.Context(prec=40)
-    out = np.empty(3 * _LOG_N)
+    out = np.empty(2 * _LOG_N)
     for i in range(_LOG_N):
-        a = np.int64(_LOG_OFF + (i << 45)).view(np.float64)
-        b = np.int64(_LOG_OFF + ((i + 1) << 45)).view(np.float64)
-        m, e = math.frexp(2.0 / (a + b))    # 1/c = m 2^e, 0.5 <= m < 1
-        ic = 1.0 if a == 1.0 or b == 1.0 else math.ldexp(round(m * 256.0), e - 8)
-        lc = -ctx.ln(decimal.Decimal(ic))
+        c = float(np.int64(_LOG_OFF + (i << 45) + (1 << 44)).view(np.float64))
+        lc = -ctx.ln(decimal.Decimal(_log_invc(c)))
         hi = math.ldexp(round(math.ldexp(float(lc), 43)), -43)  # a multiple of 2^-43
-        out[3 * i:3 * i + 3] = ic, hi, float(ctx.subtract(lc, decimal.Decimal(hi)))
+        out[2 * i:2 * i + 2] = hi, float(ctx.subtract(lc, decimal.Decimal(hi)))
     return out
 
 
@@ -184,12 +192,18 @@ _LOG_TABLE = _log_table()
 @numba.njit(cache=True, fastmath=False, error_model="numpy", nogil=True, forceinline=True)
 def _log_reduce(u):
     """``(r, k, logc_hi, logc_lo)`` with log(u) = k ln2 + logc + log1p(r) for a positive normal finite
-    float64 u: u = 2^k z, z in [0x1.6p-1, 0x1.6p0), r = z invc - 1 exact (|r| < 2^-7)."""
+    float64 u: u = 2^k z, z in [0x1.6p-1, 0x1.6p0), c the centre of z's subinterval, invc = 1/c
+    rounded to 8 bits (:func:`_log_invc`: a division here is cheaper than a third table gather), and
+    r = z invc - 1, exact in one FMA (|r| < 2^-7)."""
     ix = _f64_bits(u)
     tmp = ix - _LOG_OFF
     i = (tmp >> 45) & (_LOG_N - 1)
-    z = _f64_from_bits(ix - (tmp & (0xFFF << 52)))
-    return _fma(z, _LOG_TABLE[3 * i], -1.0), float(tmp >> 52), _LOG_TABLE[3 * i + 1], _LOG_TABLE[3 * i + 2]
+    iz = ix - (tmp & (0xFFF << 52))
+    v = 1.0 / _f64_from_bits((iz & ~((1 << 45) - 1)) | (1 << 44))
+    rnd = _LOG_ROUND_HI if v >= 1.0 else _LOG_ROUND_LO
+    invc = (v + rnd) - rnd
+    invc = 1.0 if (i == 79) | (i == 80) else invc
+    return _fma(_f64_from_bits(iz), invc, -1.0), float(tmp >> 52), _LOG_TABLE[2 * i], _LOG_TABLE[2 * i + 1]
 
 
 @numba.njit(cache=True, fastmath=False, error_model="numpy", nogil=True, forceinline=True)
@@ -221,12 +235,11 @@ def log_f64(x):
     x < 0 -> NaN, +-0 -> -inf, +inf -> inf.
     """
     tiny = x < _DBL_MIN                     # subnormal (and 0, negative): scale by 2^54
-    r, kd, chi, clo = _log_reduce(x * _TWO54 if tiny else x)
+    r, kd, chi, clo = _log_reduce(x * (_TWO54 if tiny else 1.0))
     y = _log_sum(r, kd - (54.0 if tiny else 0.0), chi, clo, 0.0)
-    y = x if x == math.inf else y
+    y = x if (x == math.inf) | (x != x) else y
     y = -math.inf if x == 0.0 else y
-    y = math.nan if x < 0.0 else y
-    return x if x != x else y
+    return math.nan if x < 0.0 else y
 
 
 @numba.njit(cache=True, fastmath=False, error_model="numpy", nogil=True, forceinline=True)
@@ -319,9 +332,8 @@ def log1p_f64(x):
     near = (x >= -0.00390625) & (x < 0.0078125)
     u = 1.0 + x
     c = (1.0 - (u - x) if u >= 2.0 else x - (u - 1.0)) / u
-    r, kd, chi, clo = _log_reduce(1.0 if near else u)
-    y = _log_sum(x if near else r, 0.0 if near else kd, 0.0 if near else chi, 0.0 if near else clo,
-                 0.0 if near else c)
+    r, kd, chi, clo = _log_reduce(1.0 if near else u)  # near: u = 1, so r = k = logc = 0
+    y = _log_sum(x if near else r, kd, chi, clo, 0.0 if near else c)
     y = x if x == math.inf else y
     y = x if x == 0.0 else y                # keeps the sign of zero
     y = -math.inf if x == -1.0 else y
