@@ -10,13 +10,14 @@ was not searched.
 """
 from __future__ import annotations
 
+import ctypes
 import gc
 import threading
 import time
 from contextlib import contextmanager
 
 __all__ = ["StabilizeBudgetExceeded", "hard_deadline", "check_deadline", "deadline_passed", "cpu_clock",
-           "collector_paused"]
+           "collector_paused", "interrupted_past"]
 
 
 def cpu_clock() -> float:
@@ -90,3 +91,59 @@ def collector_paused():
             _PAUSED["depth"] -= 1
             if _PAUSED["depth"] == 0 and _PAUSED["was_enabled"]:
                 gc.enable()
+
+
+POLL_S = 0.01  # how often the watcher of :func:`interrupted_past` reads the thread's CPU clock
+
+
+def _raise_in(thread_id: int, exc) -> None:
+    """Make ``exc`` (an exception class) raise in the thread ``thread_id`` at its next bytecode, or
+    clear one not yet raised (``exc`` None): CPython's ``PyThreadState_SetAsyncExc``."""
+    ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread_id),
+                                               None if exc is None else ctypes.py_object(exc))
+
+
+@contextmanager
+def interrupted_past(t: float | None, exc: type[BaseException]):
+    """Inside, ``exc`` is raised in the calling thread once its CPU clock (:func:`cpu_clock`) passes
+    ``t`` (None: no bound): for calls into code that has no checkpoints and can run for minutes,
+    such as SymPy's ``series`` (``log(1 - 1/(1 + exp(-z)))`` at infinity never returned).
+
+    A watcher thread reads the thread's CPU clock (``time.pthread_getcpuclockid``; where there is
+    none, wall time from entry stands in for the CPU time left) every ``POLL_S`` seconds and, past
+    ``t``, raises ``exc`` asynchronously (CPython's ``PyThreadState_SetAsyncExc``): at the next
+    bytecode, inside pure-Python code such as SymPy's.  An exception fired as the block ends is
+    cleared on the way out, so none escapes into the code after it.  Code inside must tolerate
+    being stopped anywhere: callers wrap one library call whose result they use only on success,
+    and restore the library's global state (SymPy's ``global_parameters``) when it was stopped.
+    """
+    if t is None:
+        yield
+        return
+    tid = threading.get_ident()
+    try:
+        clock = time.pthread_getcpuclockid(tid)
+        used = lambda: time.clock_gettime(clock)  # noqa: E731 - the watched thread's CPU seconds
+        limit = t
+    except (AttributeError, OSError):  # no per-thread CPU clock here: wall seconds from now
+        used, limit = time.monotonic, time.monotonic() + max(t - cpu_clock(), 0.0)
+    lock, stop, state = threading.Lock(), threading.Event(), {"active": True, "fired": False}
+
+    def watch():
+        while not stop.wait(POLL_S):
+            if used() > limit:
+                with lock:
+                    if state["active"]:
+                        _raise_in(tid, exc)
+                        state["fired"] = True
+                return
+
+    threading.Thread(target=watch, name="symgrad-interrupt", daemon=True).start()
+    try:
+        yield
+    finally:
+        with lock:
+            state["active"] = False
+            if state["fired"]:
+                _raise_in(tid, None)  # fired after the block's last bytecode: clear it
+        stop.set()

@@ -99,6 +99,45 @@ def _complement(node):
     return constant_minus(node, {sigmoid: lambda k, u: k * sigmoid(-u)})
 
 
+MAX_IDENTITY_OPS = 60  # larger nodes are not reduced by _sigmoid_identity (SymPy's factor grows with them)
+
+
+def _sigmoid_identity(node):
+    """A rational function of sigmoid(u) and sigmoid(-u) (other symbols as parameters) -> its reduced
+    form under sigmoid(-u) = 1 - sigmoid(u), factored, each factor 1 - sigmoid(u) written sigmoid(-u).
+
+    Reverse mode leaves such functions unreduced: the Hessian of binary cross-entropy in the logit
+    w, ``(-y/s - (y - 1)/(1 - s)) s sigmoid(-w)`` with ``s = sigmoid(w)``, is ``s sigmoid(-w)`` for
+    every label y, while the derived form divides by 1 - s = 0 for w > 37 and any form with y in it
+    cancels where y = 1.  The identity of the logistic function (its complement and its derivative
+    s(1 - s)) and an exact cancellation of the rational function find it.
+    """
+    if node.is_Atom or not (node.is_Add or node.is_Mul or node.is_Pow) or sp.count_ops(node) > MAX_IDENTITY_OPS:
+        return []
+    out, seen = [], set()
+    for f in node.atoms(sigmoid):
+        u = f.args[0]
+        u = -u if u.could_extract_minus_sign() else u
+        if u in seen:
+            continue
+        seen.add(u)
+        S = sp.Dummy("s")
+        e = node.xreplace({sigmoid(u): S, sigmoid(-u): 1 - S})
+        if e.has(sigmoid(u), sigmoid(-u)) or not e.is_rational_function(S):
+            continue
+        num, den = sp.fraction(sp.cancel(sp.together(e)))
+        back = {S - 1: -sigmoid(-u), 1 - S: sigmoid(-u)}
+        parts = []
+        for poly, sign in ((num, 1), (den, -1)):
+            c, factors = sp.factor_list(poly)
+            parts.append(c ** sign)
+            parts += [back.get(g, g.xreplace({S: sigmoid(u)})) ** (sign * k) for g, k in factors]
+        cand = sp.Mul(*parts)  # products of sigmoids cost an operation or two more than s - s**2; the
+        if cand != node and sp.count_ops(cand) <= sp.count_ops(node) + 2:  # search scores their accuracy
+            out.append(cand)
+    return out
+
+
 def _exp_sigmoid(node):
     return [_without(node, g, f) * b ** (e - 1) * sigmoid(g.args[0])
             for g, f, b, e in exp_factor_pairs(node)
@@ -106,8 +145,14 @@ def _exp_sigmoid(node):
 
 
 def _log_sigmoid(node):
-    if node.func is sp.log and node.args[0].func is sigmoid:
-        return [-softplus(-node.args[0].args[0])]
+    """log(sigmoid(u)) -> -softplus(-u), and log1p(-sigmoid(u)) = log(sigmoid(-u)) -> -softplus(u): the
+    log-probabilities of a logistic model (binary cross-entropy written with scipy.special.expit and
+    np.log1p(-p)); sigmoid(40) rounds to 1 and log1p(-1) is -inf where the truth is -40."""
+    a = node.args[0] if node.func in (sp.log, sf_log1p) else None
+    if node.func is sp.log and a.func is sigmoid:
+        return [-softplus(-a.args[0])]
+    if node.func is sf_log1p and (-a).func is sigmoid:
+        return [-softplus((-a).args[0])]
     return []
 
 
@@ -509,6 +554,11 @@ EXP_RULES = [
             "Blanchard, Higham & Higham 2021", (sp.exp(x) / (1 + sp.exp(x)), {x: 1000.0}, "float64")),
     Rewrite("sigmoid_complement", _complement, "1 - sigmoid(u) cancels for large u; sigmoid(-u) does not",
             "Goldberg 1991, sec. 1.4", (1 - sigmoid(x), {x: 40.0}, "float64")),
+    Rewrite("sigmoid_identity", _sigmoid_identity,
+            "s - s**2 and the other rational functions of s = sigmoid(u) that reverse mode leaves unreduced "
+            "cancel (1 - s rounds to 0 for u > 37); reduced with sigmoid(-u) = 1 - s they are products such "
+            "as s*sigmoid(-u)", "Goldberg 1991, sec. 1.4; the logistic function's identities",
+            (sigmoid(x) - sigmoid(x) ** 2, {x: 40.0}, "float64")),
     Rewrite("sigmoid_from_exp_product", _exp_sigmoid, "exp(u)*sigmoid(-u) is inf*0 for large u",
             "Maechler 2012", (sp.exp(x) * sigmoid(-x), {x: 1000.0}, "float64")),
     Rewrite("log_sigmoid", _log_sigmoid, "sigmoid(u) underflows to 0 so log gives -inf",

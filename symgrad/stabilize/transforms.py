@@ -15,10 +15,11 @@ from __future__ import annotations
 import contextlib
 
 import sympy as sp
+from sympy.core.parameters import global_parameters
 
 from symgrad.ir.rules.special import cbrt
 
-from .budget import cpu_clock
+from .budget import cpu_clock, interrupted_past
 
 __all__ = ["algebraic_variants", "series_variants", "split_powers", "adaptive_series", "series_source",
            "series_variable", "parametric_terms", "horner"]
@@ -384,11 +385,34 @@ def _series_at(base, v, point, n: int):
     elif _would_overrun(_predicted_cost(key, n)):
         raise SeriesBudgetExceeded(f"series of order {n} predicted to overrun the stabiliser budget")
     t0 = cpu_clock()
-    s = _float_coefficients(sp.series(base, v, point, n=n).removeO(), v)
+    s = _float_coefficients(_interrupted_series(base, v, point, n), v)
     if len(_COST) > 5000:
         _COST.clear()
     _COST.setdefault(key, {})[n] = cpu_clock() - t0
     return s
+
+
+SERIES_CAP_S = 5.0   # CPU seconds any one SymPy expansion may take when no deadline is set
+SERIES_GRACE_S = 0.05  # past the deadline, a running expansion is stopped (its cost was mispredicted)
+
+
+def _interrupted_series(base, v, point, n: int):
+    """``sp.series(base, v, point, n).removeO()``, stopped (SeriesBudgetExceeded) once this thread's
+    CPU clock passes the deadline by ``SERIES_GRACE_S``, or ``SERIES_CAP_S`` from now without one:
+    the cost predictions of :func:`_series_at` extrapolate from cheap orders, and SymPy's expansion of
+    ``log(1 - 1/(1 + exp(-z)))`` at infinity never returns at any order (the program pass hung).
+    SymPy's global evaluation flags are restored if the expansion was stopped inside one of its
+    ``evaluate(False)`` blocks."""
+    t = (_DEADLINE[0] + SERIES_GRACE_S) if _DEADLINE[0] is not None else cpu_clock() + SERIES_CAP_S
+    flags = dict(vars(global_parameters))
+    try:
+        with interrupted_past(t, SeriesBudgetExceeded):
+            return sp.series(base, v, point, n=n).removeO()
+    except SeriesBudgetExceeded:
+        for name, value in flags.items():
+            setattr(global_parameters, name, value)
+        raise SeriesBudgetExceeded(f"series of {base} at {v} = {point} stopped at the stabiliser's deadline") \
+            from None
 
 
 def _jet_series(base, v, point, n: int):
