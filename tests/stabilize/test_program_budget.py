@@ -268,3 +268,33 @@ def test_qlog_derivative_near_zero_at_the_default_budget():
     got_bits, written_bits = ulp_bits(g(far), want), ulp_bits(written, want)
     assert got_bits.mean() <= written_bits.mean() + 0.5
     assert np.all(got_bits[written_bits <= 1.0] <= np.log2(1 + 10))  # a few ulps, never the cancellation
+
+
+class _Stopped(Exception):
+    pass
+
+
+def test_interrupted_past_stops_pure_python_work_at_the_cpu_deadline_and_leaks_nothing():
+    """The guard of SymPy's series (which has no checkpoints): a busy loop is stopped once the
+    thread has spent 0.05 s more CPU; a block that ends in time leaves no exception behind, and
+    None is no bound."""
+    import time
+
+    from symgrad.stabilize.budget import cpu_clock, interrupted_past
+
+    t0 = cpu_clock()
+    with pytest.raises(_Stopped):
+        with interrupted_past(t0 + 0.05, _Stopped):
+            while cpu_clock() < t0 + 5.0:
+                sum(range(1000))
+    assert 0.05 <= cpu_clock() - t0 < 1.0
+    for _ in range(20):  # short blocks next to their deadline: a late firing is cleared on the way out
+        t = cpu_clock()
+        with interrupted_past(t + 0.011, _Stopped):
+            while cpu_clock() < t + 0.01:
+                pass
+        end = time.monotonic() + 0.05
+        while time.monotonic() < end:  # bytecodes after the block: nothing raised here
+            sum(range(100))
+    with interrupted_past(None, _Stopped):
+        assert sum(range(10)) == 45

@@ -115,6 +115,44 @@ def test_logistic_expit_hvp_closed_form():
     assert_close(sg.hvp(lambda w: logistic_nll_expit(w, X, y), (w,), (v,)), X.T @ ((p * (1 - p)) * (X @ v)))
 
 
+def bce_expit_log1p(w, X, y):
+    """Binary cross-entropy as tutorials write it: expit, log and log1p(-p) (the user-program
+    sweep of 2026-11-29: its Hessian was 1e79 off at logits of +-50)."""
+    z = X @ w
+    return -np.mean(y * np.log(expit(z)) + (1 - y) * np.log1p(-expit(z)))
+
+
+def _logistic_density(z):
+    """sigmoid(z) sigmoid(-z) in 40-digit arithmetic, rounded."""
+    import mpmath
+    with mpmath.workdps(40):
+        return np.array([float(1 / ((1 + mpmath.exp(-v)) * (1 + mpmath.exp(v)))) for v in z])
+
+
+@pytest.mark.parametrize("w", [[50.0, -60.0, 40.0], [0.3, -0.2, 0.1], [5.0, 3.0, -4.0]])
+def test_bce_hessian_at_large_logits_matches_the_closed_form(w):
+    """H = X^T diag(s(-z) s(z)) X / n for every label: with labels in {0, 1} the derived form
+    divides by 1 - s = 0 or cancels (y = 1), and reverse mode must reduce it to s(z) s(-z)."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(12, 3))
+    y = (rng.uniform(size=12) > 0.5).astype(float)
+    w = np.array(w)
+    want = (X.T * _logistic_density(X @ w)) @ X / len(y)
+    np.testing.assert_allclose(sg.hessian(bce_expit_log1p)(w, X, y), want, rtol=1e-13, atol=1e-15 * np.abs(want).max())
+    z = np.array([15.0, 20.0, 37.0, -37.0, 0.3])
+    for label in (0.0, 1.0):  # one sample per logit: a 1 x 1 Hessian, exact to a few ulps in either label
+        got = [sg.hessian(bce_expit_log1p)(np.array([v]), np.ones((1, 1)), np.array([label]))[0, 0] for v in z]
+        np.testing.assert_allclose(got, _logistic_density(z), rtol=4e-16 * 8)
+
+
+def test_log1p_of_minus_expit_is_finite_and_returns_within_the_budget():
+    """np.log1p(-expit(z)) = -softplus(z): -40 at z = 40 (as written, expit rounds to 1 there and
+    log1p(-1) = -inf); the program pass once never returned on it (SymPy's series at infinity)."""
+    z = np.array([-180.0, -3.0, 0.5, 40.0, 800.0])
+    got = sg.jit(lambda z: np.log1p(-expit(z)))(z)
+    np.testing.assert_allclose(got, -np.logaddexp(0.0, z), rtol=4e-16)
+
+
 def binomial_loglik(p, k, n):
     """Binomial log-likelihood in p (constant term dropped), elementwise in all arguments."""
     return xlogy(k, p) + xlogy(n - k, 1 - p)
