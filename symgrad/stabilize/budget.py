@@ -16,8 +16,10 @@ import threading
 import time
 from contextlib import contextmanager
 
+from sympy.core.parameters import global_parameters
+
 __all__ = ["StabilizeBudgetExceeded", "hard_deadline", "check_deadline", "deadline_passed", "cpu_clock",
-           "collector_paused", "interrupted_past"]
+           "collector_paused", "interrupted_past", "current_deadline"]
 
 
 def cpu_clock() -> float:
@@ -113,9 +115,10 @@ def interrupted_past(t: float | None, exc: type[BaseException]):
     none, wall time from entry stands in for the CPU time left) every ``POLL_S`` seconds and, past
     ``t``, raises ``exc`` asynchronously (CPython's ``PyThreadState_SetAsyncExc``): at the next
     bytecode, inside pure-Python code such as SymPy's.  An exception fired as the block ends is
-    cleared on the way out, so none escapes into the code after it.  Code inside must tolerate
-    being stopped anywhere: callers wrap one library call whose result they use only on success,
-    and restore the library's global state (SymPy's ``global_parameters``) when it was stopped.
+    cleared on the way out, so none escapes into the code after it, and SymPy's global evaluation
+    flags (``global_parameters``, which its ``evaluate(False)`` blocks set and reset) are restored
+    when it fired.  Code inside must tolerate being stopped anywhere: callers wrap pure functions
+    (a SymPy call, a rewrite rule) whose results they use, or cache, only on success.
     """
     if t is None:
         yield
@@ -128,6 +131,7 @@ def interrupted_past(t: float | None, exc: type[BaseException]):
     except (AttributeError, OSError):  # no per-thread CPU clock here: wall seconds from now
         used, limit = time.monotonic, time.monotonic() + max(t - cpu_clock(), 0.0)
     lock, stop, state = threading.Lock(), threading.Event(), {"active": True, "fired": False}
+    flags = dict(vars(global_parameters))
 
     def watch():
         while not stop.wait(POLL_S):
@@ -146,4 +150,11 @@ def interrupted_past(t: float | None, exc: type[BaseException]):
             state["active"] = False
             if state["fired"]:
                 _raise_in(tid, None)  # fired after the block's last bytecode: clear it
+                for name, value in flags.items():
+                    setattr(global_parameters, name, value)
         stop.set()
+
+
+def current_deadline() -> float | None:
+    """The calling thread's hard deadline (:class:`hard_deadline`; CPU seconds), or None."""
+    return _current()

@@ -99,31 +99,55 @@ def _complement(node):
     return constant_minus(node, {sigmoid: lambda k, u: k * sigmoid(-u)})
 
 
-MAX_IDENTITY_OPS = 60  # larger nodes are not reduced by _sigmoid_identity (SymPy's factor grows with them)
+MAX_IDENTITY_OPS = 250  # larger nodes are not reduced by _sigmoid_identity (SymPy's factor grows with them)
+
+
+def _logistic_count(node) -> int:
+    """How many sigmoid and exp nodes ``node`` holds (repeats counted)."""
+    return sum(1 for a in sp.preorder_traversal(node) if isinstance(a, (sigmoid, sp.exp)))
+
+
+def _logistic_arguments(node) -> list:
+    """The arguments u (sign-normalised) of the node's sigmoid(+-u) and exp(k u), k an integer."""
+    out = []
+    for f in node.atoms(sigmoid, sp.exp):
+        c, u = f.args[0].as_coeff_Mul()
+        if not c.is_Integer or u.is_Number:
+            continue
+        u = -u if u.could_extract_minus_sign() else u
+        if u not in out:
+            out.append(u)
+    return out
 
 
 def _sigmoid_identity(node):
-    """A rational function of sigmoid(u) and sigmoid(-u) (other symbols as parameters) -> its reduced
-    form under sigmoid(-u) = 1 - sigmoid(u), factored, each factor 1 - sigmoid(u) written sigmoid(-u).
+    """A rational function of s = sigmoid(u), sigmoid(-u) = 1 - s and exp(k u) = (s/(1 - s))**k
+    (other symbols as parameters) -> its reduced form, factored, each factor 1 - s written sigmoid(-u).
 
     Reverse mode leaves such functions unreduced: the Hessian of binary cross-entropy in the logit
-    w, ``(-y/s - (y - 1)/(1 - s)) s sigmoid(-w)`` with ``s = sigmoid(w)``, is ``s sigmoid(-w)`` for
-    every label y, while the derived form divides by 1 - s = 0 for w > 37 and any form with y in it
-    cancels where y = 1.  The identity of the logistic function (its complement and its derivative
-    s(1 - s)) and an exact cancellation of the rational function find it.
+    w, ``(-y/s - (y - 1)/(1 - s)) s sigmoid(-w)``, is ``s sigmoid(-w)`` for every label y, while the
+    derived form divides by 1 - s = 0 for w > 37 and any form with y in it cancels where y = 1; with
+    the probability written ``exp(w)/(1 + exp(w))`` its terms are ratios of exponentials that
+    overflow.  The identities of the logistic function (its complement, e^u = s/(1 - s)) and an exact
+    cancellation of the rational function find the product.
     """
-    if node.is_Atom or not (node.is_Add or node.is_Mul or node.is_Pow) or sp.count_ops(node) > MAX_IDENTITY_OPS:
-        return []
-    out, seen = [], set()
-    for f in node.atoms(sigmoid):
-        u = f.args[0]
-        u = -u if u.could_extract_minus_sign() else u
-        if u in seen:
-            continue
-        seen.add(u)
+    if node.is_Atom or not (node.is_Add or node.is_Mul or node.is_Pow) or _logistic_count(node) < 2 \
+            or not node.atoms(sp.Add) or sp.count_ops(node) > MAX_IDENTITY_OPS:
+        return []  # one logistic atom, or no sum: nothing cancels (and SymPy's factor is not cheap)
+    out = []
+    for u in _logistic_arguments(node):
         S = sp.Dummy("s")
-        e = node.xreplace({sigmoid(u): S, sigmoid(-u): 1 - S})
-        if e.has(sigmoid(u), sigmoid(-u)) or not e.is_rational_function(S):
+        swap = {}
+        for f in node.atoms(sigmoid, sp.exp):
+            k = sp.cancel(f.args[0] / u)
+            if not k.is_Integer:
+                continue
+            if f.func is sp.exp:
+                swap[f] = (S / (1 - S)) ** k
+            elif abs(k) == 1:
+                swap[f] = S if k == 1 else 1 - S
+        e = node.xreplace(swap)
+        if not swap or any(e.has(f) for f in swap) or not e.is_rational_function(S):
             continue
         num, den = sp.fraction(sp.cancel(sp.together(e)))
         back = {S - 1: -sigmoid(-u), 1 - S: sigmoid(-u)}

@@ -47,7 +47,8 @@ import numpy as np
 import sympy as sp
 
 from .accuracy import Sample, make_sample, point_bits, ulp_bits
-from .budget import StabilizeBudgetExceeded, check_deadline, cpu_clock, deadline_passed, hard_deadline
+from .budget import (StabilizeBudgetExceeded, check_deadline, cpu_clock, deadline_passed, hard_deadline,
+                     interrupted_past)
 from .localize import local_errors
 from .numeric import compile_numpy
 from .reference import compile_mpmath
@@ -168,17 +169,29 @@ _OVERFLOW_ONLY = frozenset(r.name for r in RULES if r.overflow_only)
 _CHILDREN: dict = {}  # node -> [(rule name, replacement)] (rules are pure functions of the node)
 
 
-def _rule_results(node):
+class RulesStopped(Exception):
+    """The rules at one position were stopped: the search's share of the budget ended while SymPy ran."""
+
+
+def _rule_results(node, t: float | None = None):
+    """``[(rule name, replacement)]`` of every rule at ``node`` (memoised).  The rules call SymPy
+    (expand, factor, together), which has no checkpoints: once this thread's CPU clock passes ``t``
+    the work is stopped (:class:`RulesStopped`, nothing memoised) rather than let the expansions of
+    one large subexpression run past the search's share of the budget (0.4 s at one position of the
+    BCE Hessian written with exp(z)/(1 + exp(z)), after the reduced form had been found at its root)."""
     hit = _CHILDREN.get(node)
     if hit is not None:
         return hit
     out = []
-    for rule in RULES:
-        try:
-            news = rule.apply(node)
-        except Exception:  # noqa: BLE001 - a rule that cannot handle a node just skips it
-            continue
-        out += [(rule.name, new) for new in news if new != node]
+    with interrupted_past(t, RulesStopped):
+        for rule in RULES:
+            try:
+                news = rule.apply(node)
+            except RulesStopped:
+                raise
+            except Exception:  # noqa: BLE001 - a rule that cannot handle a node just skips it
+                continue
+            out += [(rule.name, new) for new in news if new != node]
     if len(_CHILDREN) > 50000:
         _CHILDREN.clear()
     _CHILDREN[node] = out
@@ -344,22 +357,32 @@ class Search:
         """Every rule result at every position, and, for a subexpression that occurs more than once,
         the same rewrite at all its occurrences at once (derivatives repeat a subexpression in
         several terms: ``1 - tanh(u)**2`` four times in GELU'': one occurrence rewritten at a time,
-        each step alone barely moves the mean error and the beam may never reach the form with all)."""
-        out = []
+        each step alone barely moves the mean error and the beam may never reach the form with all).
+
+        A generator, in the order of :func:`positions` (the root first): the rules at a node run when
+        the caller asks for that node's results, so a budget that ends while the children are scored
+        has spent nothing on the rules of the positions not reached (SymPy's expand and factor on the
+        subexpressions of a large derivative take most of a program's second)."""
         where = list(positions(c.expr))
         count: dict = {}
         for _, node in where:
             count[node] = count.get(node, 0) + 1
         done = set()
         for path, node in where:
-            for name, new in _rule_results(node):
+            if self.out_of_budget():  # the rules at the positions left would run past the search's share
+                return
+            try:
+                results = _rule_results(node, self.t0 + self.budget_s)
+            except RulesStopped:
+                self.exhausted = self.timed_out = True
+                return
+            for name, new in results:
                 e = replace_at(c.expr, path, new)
-                out.append((e, c.history + (Step(name, node, new, c.expr, e),), True))
+                yield e, c.history + (Step(name, node, new, c.expr, e),), True
                 if count[node] > 1 and (node, new) not in done:
                     done.add((node, new))
                     e = c.expr.xreplace({node: new})
-                    out.append((e, c.history + (Step(name, node, new, c.expr, e),), True))
-        return out
+                    yield e, c.history + (Step(name, node, new, c.expr, e),), True
 
     def saturate(self, c: Cand, max_steps=5):
         """Greedy chain: repeatedly take the best-scoring single rewrite, even if temporarily worse."""
@@ -447,13 +470,16 @@ class Search:
                 if self.out_of_budget():
                     break
                 expanded.add(c.expr)
-                kids = self.children(c)
-                if i == 0:
-                    kids += self.localized(c)
-                for e, h, exact in kids:
-                    self.score(e, h, exact)
+                # the rules' results are scored before the localized ones, whose references cost more:
+                # on a large derivative (the BCE Hessian with exp(z)/(1 + exp(z))) the budget may end
+                # in between, and a rule at the root (sigmoid_identity) may be the answer
+                for kids in (lambda: self.children(c), lambda: self.localized(c) if i == 0 else []):
                     if self.out_of_budget():
                         break
+                    for e, h, exact in kids():
+                        self.score(e, h, exact)
+                        if self.out_of_budget():
+                            break
                 if i == 0:
                     self.saturate(c)
             new_best = self.best_exact().score

@@ -15,7 +15,6 @@ from __future__ import annotations
 import contextlib
 
 import sympy as sp
-from sympy.core.parameters import global_parameters
 
 from symgrad.ir.rules.special import cbrt
 
@@ -400,17 +399,12 @@ def _interrupted_series(base, v, point, n: int):
     """``sp.series(base, v, point, n).removeO()``, stopped (SeriesBudgetExceeded) once this thread's
     CPU clock passes the deadline by ``SERIES_GRACE_S``, or ``SERIES_CAP_S`` from now without one:
     the cost predictions of :func:`_series_at` extrapolate from cheap orders, and SymPy's expansion of
-    ``log(1 - 1/(1 + exp(-z)))`` at infinity never returns at any order (the program pass hung).
-    SymPy's global evaluation flags are restored if the expansion was stopped inside one of its
-    ``evaluate(False)`` blocks."""
+    ``log(1 - 1/(1 + exp(-z)))`` at infinity never returns at any order (the program pass hung)."""
     t = (_DEADLINE[0] + SERIES_GRACE_S) if _DEADLINE[0] is not None else cpu_clock() + SERIES_CAP_S
-    flags = dict(vars(global_parameters))
     try:
         with interrupted_past(t, SeriesBudgetExceeded):
             return sp.series(base, v, point, n=n).removeO()
     except SeriesBudgetExceeded:
-        for name, value in flags.items():
-            setattr(global_parameters, name, value)
         raise SeriesBudgetExceeded(f"series of {base} at {v} = {point} stopped at the stabiliser's deadline") \
             from None
 
