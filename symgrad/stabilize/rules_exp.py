@@ -147,8 +147,9 @@ def _sigmoid_identity(node):
             elif abs(k) == 1:
                 swap[f] = S if k == 1 else 1 - S
         e = node.xreplace(swap)
-        if not swap or any(e.has(f) for f in swap) or not e.is_rational_function(S):
-            continue
+        if not swap or any(e.has(f) for f in swap) or not e.is_rational_function(S) \
+                or any(f.has(*u.free_symbols) for f in e.atoms(sp.Function)):
+            continue  # u also inside another function (expm1(u), log(...)): not a rational function of s
         num, den = sp.fraction(sp.cancel(sp.together(e)))
         back = {S - 1: -sigmoid(-u), 1 - S: sigmoid(-u)}
         parts = []
