@@ -59,8 +59,12 @@ def axes_of(axis, ndim: int) -> tuple[int, ...]:
 
 # -- sum and mean --------------------------------------------------------------------------
 
-def np_sum(ctx, x, axis=None, keepdims=False, dtype=None, **kw):
-    """``np.sum(x, axis, keepdims)``: one ``sum`` node over the sorted axes (none: ``x`` itself)."""
+def np_sum(ctx, x, axis=None, keepdims=False):
+    """``np.sum(x, axis, keepdims)``: one ``sum`` node over the sorted axes (none: ``x`` itself).
+
+    The helper the tables build on; ``np.sum`` itself, with ``where=``/``initial=``, is
+    :func:`symgrad.trace.numpy_reductions.np_sum`.
+    """
     x = as_tracer(ctx, x)
     axes = axes_of(axis, x.ndim)
     if not axes:
@@ -71,7 +75,7 @@ def np_sum(ctx, x, axis=None, keepdims=False, dtype=None, **kw):
     return out
 
 
-def mean(ctx, x, axis=None, keepdims=False, **kw):
+def mean(ctx, x, axis=None, keepdims=False):
     """``np.mean(x, axis, keepdims)``: the sum divided by the number of elements reduced."""
     x = as_tracer(ctx, x)
     axes = axes_of(axis, x.ndim)
