@@ -205,6 +205,8 @@ def test_all_any_on_constant_masks_and_errors_on_traced_ones():
     (lambda x: np.sum(x, where=x * 1.0), TypeError, "needs a boolean mask"),
     (lambda x: np.mean(x, where=np.ones((3, 3), bool)), ValueError, "does not broadcast"),
     (lambda x: np.logaddexp.reduce(x, axis=1, where=x > 0)[0], UnsupportedOperationError, "logaddexp.reduce"),
+    (lambda x: np.trace(x, dtype=int), UnsupportedOperationError, r"numpy.trace\(\.\.\., dtype="),
+    (lambda x: np.einsum("ij->", x, out=np.zeros(())), UnsupportedOperationError, r"numpy.einsum\(\.\.\., out="),
     (lambda x: x.sum(wher=x > 0), ArgumentError, r"ndarray\.sum\(\) cannot take"),
     (lambda x: x.mean(0, None, None, False, True), ArgumentError, r"ndarray\.mean\(\) cannot take"),
 ])

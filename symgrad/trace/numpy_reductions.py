@@ -30,13 +30,14 @@ def unsupported_arg(func: str, arg: str, do_instead: str):
         "NumPy functions only (README, 'Traceable code')", do_instead, user_location(3)))
 
 
-def _reject(func: str, **given):
+def reject_given(func: str, **given):
+    """UnsupportedOperationError for the first keyword given a value (not None, not NumPy's no-value)."""
     for name, value in given.items():
         if value is not None and value is not _NO_VALUE:
             raise unsupported_arg(func, f"{name}=...", f"drop {name}= and apply it with array operations")
 
 
-def _check_dtype(func: str, dtype) -> None:
+def check_dtype(func: str, dtype) -> None:
     """``dtype=`` may be None or float64 (the dtype symgrad traces in); anything else is refused."""
     if dtype is None:
         return
@@ -108,8 +109,8 @@ def np_sum(ctx, a, axis=None, dtype=None, out=None, keepdims=_NO_VALUE, initial=
     mask (0 at excluded entries). Raises UnsupportedOperationError for ``out=`` or a dtype other
     than float64; TypeError for a non-boolean mask, ValueError for one that does not broadcast.
     """
-    _reject("sum", out=out)
-    _check_dtype("sum", dtype)
+    reject_given("sum", out=out)
+    check_dtype("sum", dtype)
     x = core.as_tracer(ctx, a)
     res = core.np_sum(ctx, _select(ctx, _mask(ctx, "sum", x, where), x, 0.0), axis, _flag(keepdims))
     return res if initial is _NO_VALUE else ctx.apply("add", res, initial)
@@ -121,8 +122,8 @@ def np_mean(ctx, a, axis=None, dtype=None, out=None, keepdims=_NO_VALUE, *, wher
     Shape as :func:`np_sum`. A slice whose mask keeps nothing is NaN (0/0), as in NumPy.
     Raises what :func:`np_sum` raises.
     """
-    _reject("mean", out=out)
-    _check_dtype("mean", dtype)
+    reject_given("mean", out=out)
+    check_dtype("mean", dtype)
     x = core.as_tracer(ctx, a)
     mask, keep = _mask(ctx, "mean", x, where), _flag(keepdims)
     if mask is None:
@@ -136,7 +137,7 @@ def np_mean(ctx, a, axis=None, dtype=None, out=None, keepdims=_NO_VALUE, *, wher
 
 def _extreme(op: str, combine: str, name: str):
     def build(ctx, a, axis=None, out=None, keepdims=False, initial=_NO_VALUE, where=_NO_VALUE):
-        _reject(name, out=out)
+        reject_given(name, out=out)
         keepdims = _flag(keepdims)
         x = core.as_tracer(ctx, a)
         mask = _mask(ctx, name, x, where)
@@ -194,8 +195,8 @@ def var(ctx, a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, wher
     (``max(n - ddof, 0)``; an empty slice is NaN). Raises UnsupportedOperationError for
     ``out=``, ``mean=`` or a dtype other than float64.
     """
-    _reject("var", out=out, mean=mean)
-    _check_dtype("var", dtype)
+    reject_given("var", out=out, mean=mean)
+    check_dtype("var", dtype)
     if correction is not _NO_VALUE:
         ddof = correction
     keepdims = _flag(keepdims)
@@ -276,8 +277,8 @@ def prod(ctx, a, axis=None, dtype=None, out=None, keepdims=False, initial=_NO_VA
     ``where=`` multiplies ``where(mask, a, 1)``; ``initial=`` multiplies the result. Raises
     UnsupportedOperationError for ``out=`` or a dtype other than float64.
     """
-    _reject("prod", out=out)
-    _check_dtype("prod", dtype)
+    reject_given("prod", out=out)
+    check_dtype("prod", dtype)
     keepdims = _flag(keepdims)
     x = core.as_tracer(ctx, a)
     x = _select(ctx, _mask(ctx, "prod", x, where), x, 1.0)
@@ -295,8 +296,8 @@ def prod(ctx, a, axis=None, dtype=None, out=None, keepdims=False, initial=_NO_VA
 
 def cumsum(ctx, a, axis=None, dtype=None, out=None):
     """np.cumsum: the cumsum primitive (its VJP is the reversed cumulative sum)."""
-    _reject("cumsum", out=out)
-    _check_dtype("cumsum", dtype)
+    reject_given("cumsum", out=out)
+    check_dtype("cumsum", dtype)
     x, ax = _along(ctx, a, axis)
     if x.ndim == 0:
         return core.reshape(ctx, x, (1,))
@@ -310,8 +311,8 @@ def cumprod(ctx, a, axis=None, dtype=None, out=None):
     derivative stays exact when an element is zero; rounding may differ from NumPy's
     sequential order in the last bits.
     """
-    _reject("cumprod", out=out)
-    _check_dtype("cumprod", dtype)
+    reject_given("cumprod", out=out)
+    check_dtype("cumprod", dtype)
     x, ax = _along(ctx, a, axis)
     if x.ndim == 0:
         return core.reshape(ctx, x, (1,))
@@ -359,8 +360,8 @@ def _not_nan(ctx, x):
 def nansum(ctx, a, axis=None, dtype=None, out=None, keepdims=_NO_VALUE, initial=_NO_VALUE, where=_NO_VALUE):
     """np.nansum = sum(where(isnan(x), 0, x)) (+ ``initial``; ``where=`` as :func:`np_sum`); the
     derivative at a NaN entry is 0 (as in JAX). Raises what :func:`np_sum` raises."""
-    _reject("nansum", out=out)
-    _check_dtype("nansum", dtype)
+    reject_given("nansum", out=out)
+    check_dtype("nansum", dtype)
     x = core.as_tracer(ctx, a)
     kept = _select(ctx, _mask(ctx, "nansum", x, where), ctx.apply("where", _not_nan(ctx, x), x, 0.0), 0.0)
     res = core.np_sum(ctx, kept, axis, _flag(keepdims))
@@ -370,8 +371,8 @@ def nansum(ctx, a, axis=None, dtype=None, out=None, keepdims=_NO_VALUE, initial=
 def nanmean(ctx, a, axis=None, dtype=None, out=None, keepdims=_NO_VALUE, *, where=_NO_VALUE):
     """np.nanmean = nansum(x) / count(not NaN) (both over the ``where=`` mask); all-NaN or empty
     slices give NaN (0/0) as in NumPy. Raises what :func:`np_sum` raises."""
-    _reject("nanmean", out=out)
-    _check_dtype("nanmean", dtype)
+    reject_given("nanmean", out=out)
+    check_dtype("nanmean", dtype)
     x = core.as_tracer(ctx, a)
     ok, mask, keep = _not_nan(ctx, x), _mask(ctx, "nanmean", x, where), _flag(keepdims)
     num = core.np_sum(ctx, _select(ctx, mask, ctx.apply("where", ok, x, 0.0), 0.0), axis, keep)
