@@ -19,7 +19,7 @@ from ..ir.ops import REGISTRY
 from .linalg_api import FUNCTIONS as LINALG_FUNCTIONS
 from . import numpy_reductions, numpy_shapes
 from .numpy_core import as_tracer as _as_tracer
-from .numpy_core import axes_of, concatenate, reshape, stack, transpose
+from .numpy_core import axes_of, concatenate, reshape, stack, traced_index_error, transpose
 from .numpy_shapes import fancy_getitem, is_fancy
 from .tracer import TraceContext, Tracer, register_numpy_protocol
 
@@ -208,9 +208,7 @@ def _norm_index(key, shape) -> tuple:
         elif k is None:
             out.append(None)
         elif isinstance(k, Tracer):
-            raise TraceError(format_error("cannot index with a traced value", "the position would depend on "
-                                          "the input, which has no single derivative formula",
-                                          "use np.where with a mask, or a constant index", user_location(4)))
+            raise traced_index_error("cannot index with a traced value", k, skip=4)
         elif isinstance(k, slice):
             for v in (k.start, k.stop, k.step):
                 if v is not None and not isinstance(v, (int, np.integer)):

@@ -17,7 +17,7 @@ import string
 
 import numpy as np
 
-from ..errors import TraceError, UnsupportedOperationError, format_error, user_location
+from ..errors import UnsupportedOperationError, format_error, user_location
 from . import numpy_core as core
 from .numpy_core import axes_of, normalize_axis_index, normalize_axis_tuple
 from .numpy_reductions import check_dtype, reject_given, unsupported_arg
@@ -31,12 +31,12 @@ def _t(ctx, v) -> Tracer:
 def _constant_index(value, what: str):
     """A NumPy index argument that must not be traced (an int array, a bool mask, ints)."""
     arr = np.asarray(value, dtype=object) if isinstance(value, (list, tuple)) else value
-    if isinstance(value, Tracer) or (isinstance(arr, np.ndarray) and arr.dtype == object
-                                     and any(isinstance(v, Tracer) for v in arr.reshape(-1))):
-        raise TraceError(format_error(
-            f"{what} is a traced value", "the positions read would depend on the input, which has no single "
-            "derivative formula", "use a constant index array or mask; to select by a traced condition use "
-            "np.where(condition, x, other)", user_location(4)))
+    if isinstance(value, Tracer):
+        raise core.traced_index_error(f"{what} is a traced value", value, skip=4)
+    if isinstance(arr, np.ndarray) and arr.dtype == object:
+        for v in arr.reshape(-1):
+            if isinstance(v, Tracer):
+                raise core.traced_index_error(f"{what} is a traced value", v, skip=4)
     return value
 
 
