@@ -190,11 +190,12 @@ def _sum_to_shape(ct, primal):
     shape = np.shape(primal)
     if np.shape(ct) == shape:
         return ct
-    ct = np.asarray(ct)
+    if not hasattr(ct, "sum"):  # a Python number; NumPy and Dask arrays are summed as they are
+        ct = np.asarray(ct)
     lead = ct.ndim - len(shape)
     axes = tuple(range(lead)) + tuple(lead + i for i, d in enumerate(shape) if d == 1 and ct.shape[lead + i] != 1)
-    summed = np.sum(ct, axis=axes, keepdims=True).reshape(shape)
-    return summed[()] if summed.ndim == 0 else summed
+    summed = ct.sum(axis=axes, keepdims=True).reshape(shape)
+    return summed[()] if summed.ndim == 0 and isinstance(summed, np.ndarray) else summed
 
 
 def vjp(fun, *primals, signature: str | None = None, stabilize: bool = True):
