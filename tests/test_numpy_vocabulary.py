@@ -231,6 +231,28 @@ def test_where_and_initial_are_not_ignored(prog):
     np.testing.assert_allclose(grad, np.asarray(jax.grad(prog(jnp))(jnp.asarray(x))), rtol=1e-14, atol=0)
 
 
+@needs_jax
+def test_where_slices_the_mask_empties_are_nan_and_do_not_poison_gradients():
+    """np.mean / np.var over a slice the mask empties is NaN (NumPy); the slices that are used keep
+    JAX's finite gradient (0 for the emptied entries), constant or traced mask."""
+    x = np.array([[0.5, 1.5, -2.0], [3.0, -0.25, 1.0]])
+    empties_col_1 = np.array([[True, False, True], [False, False, True]])
+
+    def prog(xp):
+        def f(x):
+            mean = xp.mean(x ** 2, axis=0, where=xp.asarray(empties_col_1))
+            var = xp.var(x, axis=0, where=x < -5.0)  # traced: every slice empty
+            return xp.sum(mean[xp.asarray([0, 2])]) + 0.5 * xp.sum(xp.var(x, axis=0, where=x > 0)[1:]), mean, var
+        return f
+    with np.errstate(all="ignore"):
+        _, mean_ref, var_ref = prog(np)(x)
+    _, mean, var = sg.jit(prog(np), stabilize=False)(x)
+    np.testing.assert_allclose(mean, mean_ref, rtol=1e-15)
+    assert np.isnan(var).all() and np.isnan(var_ref).all()
+    grad = sg.grad(lambda x: prog(np)(x)[0], stabilize=False)(x)
+    np.testing.assert_allclose(grad, jax.grad(lambda x: prog(jnp)(x)[0])(jnp.asarray(x)), rtol=1e-14, atol=0)
+
+
 def test_ufunc_reduce_defaults_to_axis_0():
     x = _point(M, 4)
     np.testing.assert_allclose(sg.jit(lambda x: np.add.reduce(x), stabilize=False)(x), np.add.reduce(x), rtol=1e-14)

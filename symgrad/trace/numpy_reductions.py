@@ -88,9 +88,22 @@ def _select(ctx, mask, x, fill):
 def _count(ctx, x, mask, axes, keepdims):
     """How many entries of ``x`` the mask keeps along ``axes`` (a constant for a constant mask)."""
     if isinstance(mask, np.ndarray):
-        return np.sum(np.broadcast_to(mask, x.shape), axis=axes, keepdims=keepdims).astype(np.float64)
+        return np.asarray(np.sum(np.broadcast_to(mask, x.shape), axis=axes, keepdims=keepdims), dtype=np.float64)
     ones = ctx.apply("broadcast_to", ctx.apply("where", mask, 1.0, 0.0), params=(x.shape,))
     return core.np_sum(ctx, ones, axes, keepdims=keepdims)
+
+
+def _per_count(ctx, num, count):
+    """``num / count``, NaN where the count is 0 (NumPy's mean of nothing), with a finite derivative
+    there: the division is by ``where(count == 0, 1, count)``, so no 0 * inf reaches the gradient."""
+    if isinstance(count, np.ndarray):  # a constant mask: the empty slices are known now
+        empty = count == 0
+        if not empty.any():
+            return ctx.apply("div", num, count)
+        res = ctx.apply("div", num, np.where(empty, 1.0, count))
+        return ctx.apply("where", empty, np.nan, res)
+    empty = ctx.apply("eq", count, 0.0)
+    return ctx.apply("where", empty, np.nan, ctx.apply("div", num, ctx.apply("where", empty, 1.0, count)))
 
 
 def _keep(ctx, out, x, axes, keepdims):
@@ -130,7 +143,7 @@ def np_mean(ctx, a, axis=None, dtype=None, out=None, keepdims=_NO_VALUE, *, wher
         return core.mean(ctx, x, axis, keep)
     axes = axes_of(axis, x.ndim)
     num = core.np_sum(ctx, _select(ctx, mask, x, 0.0), axes, keep)
-    return ctx.apply("div", num, _count(ctx, x, mask, axes, keep))
+    return _per_count(ctx, num, _count(ctx, x, mask, axes, keep))
 
 
 # -- max, min, ptp, argmax ------------------------------------------------------------------------
@@ -208,11 +221,13 @@ def var(ctx, a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, wher
         d = ctx.apply("sub", x, core.mean(ctx, x, axes, keepdims=True))
         ss = core.np_sum(ctx, ctx.apply("mul", d, d), axes, keepdims=keepdims)
         return ctx.apply("div", ss, float(max(n - ddof, 0)))
-    m = ctx.apply("div", core.np_sum(ctx, _select(ctx, mask, x, 0.0), axes, True), _count(ctx, x, mask, axes, True))
+    m = _per_count(ctx, core.np_sum(ctx, _select(ctx, mask, x, 0.0), axes, True), _count(ctx, x, mask, axes, True))
     d = _select(ctx, mask, ctx.apply("sub", x, m), 0.0)  # excluded entries: 0, never NaN from an empty mean
     ss = core.np_sum(ctx, ctx.apply("mul", d, d), axes, keepdims=keepdims)
-    return ctx.apply("div", ss, ctx.apply("maximum", ctx.apply("sub", _count(ctx, x, mask, axes, keepdims),
-                                                                float(ddof)), 0.0))
+    count = _count(ctx, x, mask, axes, keepdims)
+    dof = (np.maximum(count - ddof, 0.0) if isinstance(count, np.ndarray)
+           else ctx.apply("maximum", ctx.apply("sub", count, float(ddof)), 0.0))
+    return _per_count(ctx, ss, dof)
 
 
 def std(ctx, a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=_NO_VALUE, mean=_NO_VALUE,
