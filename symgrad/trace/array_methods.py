@@ -57,11 +57,13 @@ class ArrayMethods:
     def repeat(self, repeats, axis=None):
         return np.repeat(self, repeats, axis=axis)
 
-    def all(self, axis=None, keepdims=False):
-        return self._constant_mask("all")(axis=axis, keepdims=keepdims)
+    def all(self, *args, **kwargs):
+        """ndarray.all(axis, out, keepdims, *, where) of a constant mask (NumPy's arguments and errors)."""
+        return self._constant_mask("all")(*args, **kwargs)
 
-    def any(self, axis=None, keepdims=False):
-        return self._constant_mask("any")(axis=axis, keepdims=keepdims)
+    def any(self, *args, **kwargs):
+        """ndarray.any(axis, out, keepdims, *, where) of a constant mask (NumPy's arguments and errors)."""
+        return self._constant_mask("any")(*args, **kwargs)
 
     def _constant_mask(self, name):
         """``.all()``/``.any()`` of a mask that folded to a constant: NumPy's own answer."""
