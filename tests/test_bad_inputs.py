@@ -107,6 +107,16 @@ def assigns(v):
     return np.sum(v)
 
 
+def fills_numpy_array(v):
+    out = np.zeros(2)
+    out[0] = v[0]
+    return np.sum(out)
+
+
+def picks_labels(logits, labels):
+    return np.sum(logits[np.arange(3), labels])
+
+
 def writes_out(v):
     np.exp(v, out=v)
     return np.sum(v)
@@ -386,6 +396,13 @@ section(
          ("axis 2 is out of bounds for array of dimension 2", "np.sum(m, axis=2)", "give an axis in [-ndim, ndim)")),
     Case("setitem", "`v[0] = 1.0` on a traced array", lambda: sg.grad(assigns, signature="(n)->()")(np.ones(3)),
          sg.TraceError, ("cannot assign into a traced array", "v[0] = 1.0", "np.concatenate")),
+    Case("setitem-numpy-array", "`out = np.zeros(2); out[0] = v[0]` (a traced value stored in a NumPy array)",
+         lambda: sg.grad(fills_numpy_array)(np.ones(3)), sg.TraceError,
+         ("cannot store a traced value in a NumPy array", "out[0] = v[0]", "np.stack")),
+    Case("index-with-label-argument", "`logits[np.arange(3), labels]` with integer `labels` passed as an argument",
+         lambda: sg.grad(picks_labels)(np.ones((3, 4)), np.array([0, 2, 1])), sg.TraceError,
+         ("computed from the argument(s) labels", "logits[np.arange(3), labels]", "functools.partial",
+          "one-hot")),
     Case("ufunc-out", "`np.exp(v, out=v)`", lambda: sg.jit(writes_out, signature="(n)->()")(np.ones(3)),
          sg.TraceError, ("out=...) writes into an array", "np.exp(v, out=v)", "drop out=")),
     Case("leaked-tracer", "a traced value kept in a global and used by another trace",

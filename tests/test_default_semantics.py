@@ -70,6 +70,48 @@ def test_vjp_jvp_hvp_value_and_grad_follow_jax():
     assert value == pytest.approx(x.sum() ** 3) and np.allclose(grad, 3 * x.sum() ** 2)
 
 
+def _jax_vjp(f, primals, out_bar):
+    """jax.vjp's cotangents (x64), or None without JAX."""
+    jax = pytest.importorskip("jax")
+    jax.config.update("jax_enable_x64", True)
+    return [np.asarray(c) for c in jax.vjp(f, *primals)[1](out_bar)]
+
+
+def test_vjp_sums_the_cotangent_of_a_broadcast_primal_back_to_its_shape():
+    """vjp_fn gives one cotangent per primal *shaped like it*, as jax.vjp: a scalar (Python float or
+    0-d array) or a smaller array that broadcast against the others receives the sum over the
+    broadcast axes (it was the un-reduced per-element array)."""
+    x = np.array([1.0, 2.0, 3.0])
+    scaled = lambda x, a: a * x  # noqa: E731
+    for a in (2.0, np.array(2.0)):
+        out, vjp_fn = sg.vjp(scaled, x, a)
+        x_bar, a_bar = vjp_fn(np.ones(3))
+        np.testing.assert_array_equal(x_bar, [2.0, 2.0, 2.0])
+        assert np.shape(a_bar) == () and a_bar == 6.0 and isinstance(a_bar, np.float64)
+        np.testing.assert_allclose(a_bar, _jax_vjp(scaled, (x, a), np.ones(3))[1], rtol=1e-15)
+    mixed = lambda x, b, c: x * b + c ** 2  # noqa: E731
+    xs, b, c = np.arange(6.0).reshape(2, 3), np.array([0.5, -1.0, 2.0]), np.array([[1.5], [-0.5]])
+    w = np.array([[1.0, -2.0, 0.5], [3.0, 0.25, -1.0]])
+    bars = sg.vjp(mixed, xs, b, c)[1](w)
+    assert [np.shape(v) for v in bars] == [(2, 3), (3,), (2, 1)]
+    for got, want in zip(bars, _jax_vjp(mixed, (xs, b, c), w)):
+        np.testing.assert_allclose(got, want, rtol=1e-15)
+    x32 = x.astype(np.float32)
+    a_bar = sg.vjp(scaled, x32, 2.0)[1](np.ones(3, np.float32))[1]
+    assert np.shape(a_bar) == () and a_bar.dtype == np.float32 and a_bar == 6.0
+
+
+def test_vjp_with_a_signature_sums_over_batch_axes_a_primal_lacks():
+    """Like jax.vjp of jax.vmap(f, in_axes=(0, None)): the unbatched argument's cotangent is the
+    sum over the batch; the batched one keeps one cotangent per batch element."""
+    f = lambda v, s: np.sum(v ** 2) * s  # noqa: E731
+    V, s, w = np.arange(12.0).reshape(4, 3) / 10, 1.5, np.array([1.0, -1.0, 2.0, 0.5])
+    v_bar, s_bar = sg.vjp(f, V, s, signature="(n),()->()")[1](w)
+    np.testing.assert_allclose(v_bar, 2 * V * s * w[:, None], rtol=1e-15)
+    assert np.shape(s_bar) == ()
+    np.testing.assert_allclose(s_bar, np.sum(w * np.sum(V ** 2, axis=1)), rtol=1e-15)
+
+
 def test_elementwise_functions_keep_ufunc_broadcasting():
     softplus = lambda v: np.log1p(np.exp(v))  # noqa: E731
     x = np.linspace(-3.0, 3.0, 7)

@@ -18,7 +18,7 @@ import pytest
 from numpy.exceptions import AxisError
 
 import symgrad as sg
-from symgrad.errors import TraceError, UnsupportedOperationError
+from symgrad.errors import ArgumentError, TraceError, UnsupportedOperationError
 
 try:  # the derivative reference; the tests that need it skip without it (pip install jax)
     import jax
@@ -29,6 +29,8 @@ except ImportError:
 needs_jax = pytest.mark.skipif(jax is None, reason="JAX (x64) is the derivative reference")
 
 MASK = np.array([True, False, True, True, False, True])
+ROW_MASK = np.array([True, False, True, True])  # where= masks that broadcast against a (3, 4) core
+COL_MASK = np.array([[True], [False], [True]])
 IDX = np.array([[0, 2], [5, 5]])
 ALONG = np.array([[2, 0, 1, 1], [0, 0, 3, 1], [1, 2, 2, 0]])
 
@@ -78,6 +80,14 @@ CASES = [
      "(n)->(k)", V),
     ("polyval", lambda xp: lambda x: xp.polyval(x[:3], x), "(n)->(n)", V),
     ("nansum_nanmean", lambda xp: lambda x: xp.nansum(x, axis=0) * xp.nanmean(x), "(m,n)->(n)", M),
+    ("sum_mean_where_initial", lambda xp: lambda x: xp.sum(x ** 2, axis=1, where=x > 0, initial=1.5)
+     + xp.mean(x ** 3, axis=1, where=xp.asarray(ROW_MASK)) + x.sum(axis=1, where=x < 0.5)
+     + x.mean(axis=1, keepdims=True, where=xp.asarray(ROW_MASK))[:, 0], "(m,n)->(m)", M),
+    ("prod_max_var_where", lambda xp: lambda x: xp.prod(x, axis=0, where=xp.asarray(COL_MASK), initial=2.0)
+     + xp.max(x, axis=0, where=x < 1.0, initial=-5.0) + xp.var(x, axis=0, where=xp.asarray(COL_MASK))
+     + xp.std(x, axis=0, ddof=1, where=x > -1.0), "(m,n)->(n)", M),
+    ("nansum_nanmean_where", lambda xp: lambda x: xp.nansum(x, axis=1, where=x > 0, initial=0.5)
+     * xp.nanmean(x, axis=1, where=xp.asarray(ROW_MASK)), "(m,n)->(m)", M),
     ("full_like", lambda xp: lambda x: xp.full_like(x, 2.5) * x + xp.full_like(x, x[1, 2]), "(m,n)->(m,n)", M),
     ("matrix_power", lambda xp: lambda x: xp.linalg.matrix_power(x[:, :3], 5) + xp.linalg.matrix_power(x[:, 1:], 0)
      - xp.linalg.matrix_power(x[:, :3] + 3 * xp.eye(3), -2), "(m,n)->(m,m)", M),
@@ -187,11 +197,65 @@ def test_all_any_on_constant_masks_and_errors_on_traced_ones():
     (lambda x: np.pad(x, 1, mode="linear_ramp"), UnsupportedOperationError, "mode='constant'"),
     (lambda x: np.einsum("...i->i", x), UnsupportedOperationError, "explicit subscripts"),
     (lambda x: np.median(x), UnsupportedOperationError, "README.md"),
+    (lambda x: np.sum(x, dtype=np.int64), UnsupportedOperationError, r"numpy.sum\(\.\.\., dtype="),
+    (lambda x: np.mean(x, dtype=np.float32), UnsupportedOperationError, r"numpy.mean\(\.\.\., dtype="),
+    (lambda x: np.sum(x, out=np.zeros(())), UnsupportedOperationError, r"numpy.sum\(\.\.\., out="),
+    (lambda x: np.cumsum(x, dtype=int)[0, 0], UnsupportedOperationError, r"numpy.cumsum\(\.\.\., dtype="),
+    (lambda x: np.max(x, where=x > 0), ValueError, "needs initial="),
+    (lambda x: np.sum(x, where=x * 1.0), TypeError, "needs a boolean mask"),
+    (lambda x: np.mean(x, where=np.ones((3, 3), bool)), ValueError, "does not broadcast"),
+    (lambda x: np.logaddexp.reduce(x, axis=1, where=x > 0)[0], UnsupportedOperationError, "logaddexp.reduce"),
+    (lambda x: np.trace(x, dtype=int), UnsupportedOperationError, r"numpy.trace\(\.\.\., dtype="),
+    (lambda x: np.einsum("ij->", x, out=np.zeros(())), UnsupportedOperationError, r"numpy.einsum\(\.\.\., out="),
+    (lambda x: x.sum(wher=x > 0), ArgumentError, r"ndarray\.sum\(\) cannot take"),
+    (lambda x: x.mean(0, None, None, False, True), ArgumentError, r"ndarray\.mean\(\) cannot take"),
 ])
 def test_bad_calls_raise_typed_errors(bad, exc, pattern):
     with pytest.raises(exc, match=pattern) as info:
         sg.jit(bad, signature="(m,n)->()")(np.ones((2, 3)))
     assert "symgrad ops" not in str(info.value)
+
+
+@needs_jax
+@pytest.mark.parametrize("prog", [
+    lambda xp: lambda x: xp.sum(x ** 2, where=x > 0),                       # NumPy and JAX: 11.5
+    lambda xp: lambda x: xp.sum(x ** 2, where=xp.asarray(MASK[:5])) + xp.sum(x, initial=10.0),
+    lambda xp: lambda x: xp.mean(x ** 2, where=xp.asarray(MASK[:5])),      # 4.41667, not the plain mean 3.1125
+    lambda xp: lambda x: (x ** 2).sum(where=xp.asarray(MASK[:5])) + (x ** 3).mean(where=x > 0),
+], ids=["sum_traced_mask", "sum_constant_mask_initial", "mean_constant_mask", "methods"])
+def test_where_and_initial_are_not_ignored(prog):
+    """np.sum/np.mean/x.sum/x.mean with where= and initial=: NumPy's values, JAX's gradients (no signature)."""
+    x = np.array([0.5, 1.5, -2.0, 3.0, -0.25])
+    value, grad = sg.value_and_grad(prog(np), stabilize=False)(x)
+    assert value == pytest.approx(prog(np)(x), rel=1e-14)
+    np.testing.assert_allclose(grad, np.asarray(jax.grad(prog(jnp))(jnp.asarray(x))), rtol=1e-14, atol=0)
+
+
+@needs_jax
+def test_where_slices_the_mask_empties_are_nan_and_do_not_poison_gradients():
+    """np.mean / np.var over a slice the mask empties is NaN (NumPy); the slices that are used keep
+    JAX's finite gradient (0 for the emptied entries), constant or traced mask."""
+    x = np.array([[0.5, 1.5, -2.0], [3.0, -0.25, 1.0]])
+    empties_col_1 = np.array([[True, False, True], [False, False, True]])
+
+    def prog(xp):
+        def f(x):
+            mean = xp.mean(x ** 2, axis=0, where=xp.asarray(empties_col_1))
+            var = xp.var(x, axis=0, where=x < -5.0)  # traced: every slice empty
+            return xp.sum(mean[xp.asarray([0, 2])]) + 0.5 * xp.sum(xp.var(x, axis=0, where=x > 0)[1:]), mean, var
+        return f
+    with np.errstate(all="ignore"), pytest.warns(RuntimeWarning):  # NumPy: "Mean of empty slice"
+        _, mean_ref, var_ref = prog(np)(x)
+    _, mean, var = sg.jit(prog(np), stabilize=False)(x)
+    np.testing.assert_allclose(mean, mean_ref, rtol=1e-15)
+    assert np.isnan(var).all() and np.isnan(var_ref).all()
+    grad = sg.grad(lambda x: prog(np)(x)[0], stabilize=False)(x)
+    np.testing.assert_allclose(grad, jax.grad(lambda x: prog(jnp)(x)[0])(jnp.asarray(x)), rtol=1e-14, atol=0)
+
+
+def test_ufunc_reduce_defaults_to_axis_0():
+    x = _point(M, 4)
+    np.testing.assert_allclose(sg.jit(lambda x: np.add.reduce(x), stabilize=False)(x), np.add.reduce(x), rtol=1e-14)
 
 
 def test_axis_of_a_whole_array_argument_and_of_a_scalar():

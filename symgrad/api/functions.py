@@ -180,12 +180,40 @@ def _cached(fun, kind, signature, stabilize, argnums=0):
     return cache[key]
 
 
+def _sum_to_shape(ct, primal):
+    """``ct`` summed over the axes along which ``primal`` was broadcast, so it has ``primal``'s shape.
+
+    A primal that broadcast against the others (a scalar ``a`` in ``a * x``, a batch of size 1,
+    a missing leading batch axis) receives the sum of its cotangents over those axes, as
+    ``jax.vjp`` gives; a 0-d or Python-number primal gets a NumPy scalar of the kernel's dtype.
+    """
+    shape = np.shape(primal)
+    if np.shape(ct) == shape:
+        return ct
+    if not hasattr(ct, "sum"):  # a Python number; NumPy and Dask arrays are summed as they are
+        ct = np.asarray(ct)
+    lead = ct.ndim - len(shape)
+    axes = tuple(range(lead)) + tuple(lead + i for i, d in enumerate(shape) if d == 1 and ct.shape[lead + i] != 1)
+    summed = ct.sum(axis=axes, keepdims=True).reshape(shape)
+    return summed[()] if summed.ndim == 0 and isinstance(summed, np.ndarray) else summed
+
+
 def vjp(fun, *primals, signature: str | None = None, stabilize: bool = True):
     """Value and vector-Jacobian product function at ``primals``.
 
+    Args:
+      fun: as for :func:`jit`.
+      *primals: the point (pytrees of arrays and numbers).
+      signature: as for :func:`jit`.
     Returns:
       ``(out, vjp_fn)``; ``vjp_fn(out_bar)`` returns a tuple with one cotangent
-      per primal, shaped like it. ``out_bar`` has the structure and shape of ``out``.
+      per primal, shaped like it: a primal that was broadcast against the others (the scalar
+      ``a`` in ``a * x``, or a batch axis it lacks) gets its cotangents summed over the
+      broadcast axes, as ``jax.vjp`` gives. ``out_bar`` has the structure and shape of ``out``.
+    Raises:
+      ValueError: ``out_bar``'s pytree structure differs from ``out``'s.
+      ShapeError: ``out_bar``'s shape does not fit ``out``'s core shape.
+      and what :func:`jit` raises for ``fun`` and ``primals``.
     """
     fwd = _cached(fun, "jit", signature, stabilize)
     back = _cached(fun, "vjp", signature, stabilize)
@@ -202,6 +230,7 @@ def vjp(fun, *primals, signature: str | None = None, stabilize: bool = True):
                 "in the output's structure", "pass a cotangent shaped like the output"))
         flat = run_entry(entry, [*leaves, *ct_leaves], _fn_name(fun))
         flat = [flat] if len(leaves) == 1 else list(flat)
+        flat = [_sum_to_shape(ct, primal) for ct, primal in zip(flat, leaves)]
         return tuple(tree_unflatten(in_tree, flat))
 
     return out, vjp_fn
@@ -211,7 +240,16 @@ def jvp(fun, primals, tangents, signature: str | None = None, stabilize: bool = 
     """``(out, out_dot)``: value and Jacobian-vector product in one compiled pass.
 
     Args:
-      primals, tangents: tuples (or lists) with matching structure and shapes.
+      primals, tangents: tuples (or lists) with matching structure; each tangent has its primal's
+        shape, as in ``jax.jvp``.  A tangent with batch axes its primal lacks (a per-element
+        direction for a broadcast scalar or an argument passed without the batch axis) broadcasts
+        as the arguments do, giving one directional derivative per batch element.
+    Returns:
+      ``(out, out_dot)``, both with ``out``'s structure and shapes (batch + core).
+    Raises:
+      ValueError: the counts or pytree structures of ``primals`` and ``tangents`` differ.
+      ShapeError: a tangent does not broadcast against the batch shape.
+      and what :func:`jit` raises for ``fun`` and ``primals``.
     """
     primals, tangents = tuple(primals), tuple(tangents)
     _check_tangents("jvp", fun, primals, tangents)

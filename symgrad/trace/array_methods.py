@@ -1,15 +1,20 @@
 """NumPy's array methods on traced values (``x.max()``, ``x.var(ddof=1)``, ``x.cumsum()`` ...).
 
 Each method calls the numpy function of the same name, so its rule lives in one place
-(:mod:`symgrad.trace.numpy_api` and the tables it includes).  An ``ndarray`` attribute
+(:mod:`symgrad.trace.numpy_api` and the tables it includes).  The reductions and scans
+(``x.sum(axis, dtype, out, keepdims, initial, where)`` ...) take exactly that function's
+arguments after the array, as ndarray's methods do; any other argument raises
+:class:`ArgumentError` naming ``ndarray.<method>``.  An ``ndarray`` attribute
 with no traced meaning raises :class:`UnsupportedOperationError` naming it, never a bare
 ``AttributeError``.
 """
 from __future__ import annotations
 
+import inspect
+
 import numpy as np
 
-from ..errors import TraceError, UnsupportedOperationError, format_error, user_location
+from ..errors import ArgumentError, TraceError, UnsupportedOperationError, format_error, user_location
 
 __all__ = ["ArrayMethods"]
 
@@ -18,42 +23,6 @@ class ArrayMethods:
     """Mixin for :class:`symgrad.trace.tracer.Tracer`; needs ``self.ctx`` and ``self.id``."""
 
     __slots__ = ()
-
-    def sum(self, axis=None, dtype=None, out=None, keepdims=False):
-        return np.sum(self, axis=axis, out=out, keepdims=keepdims)
-
-    def mean(self, axis=None, dtype=None, out=None, keepdims=False):
-        return np.mean(self, axis=axis, out=out, keepdims=keepdims)
-
-    def max(self, axis=None, out=None, keepdims=False):
-        return np.max(self, axis=axis, out=out, keepdims=keepdims)
-
-    def min(self, axis=None, out=None, keepdims=False):
-        return np.min(self, axis=axis, out=out, keepdims=keepdims)
-
-    def ptp(self, axis=None, out=None, keepdims=False):
-        return np.ptp(self, axis=axis, out=out, keepdims=keepdims)
-
-    def var(self, axis=None, dtype=None, out=None, ddof=0, keepdims=False):
-        return np.var(self, axis=axis, out=out, ddof=ddof, keepdims=keepdims)
-
-    def std(self, axis=None, dtype=None, out=None, ddof=0, keepdims=False):
-        return np.std(self, axis=axis, out=out, ddof=ddof, keepdims=keepdims)
-
-    def prod(self, axis=None, dtype=None, out=None, keepdims=False):
-        return np.prod(self, axis=axis, out=out, keepdims=keepdims)
-
-    def cumsum(self, axis=None, dtype=None, out=None):
-        return np.cumsum(self, axis=axis, out=out)
-
-    def cumprod(self, axis=None, dtype=None, out=None):
-        return np.cumprod(self, axis=axis, out=out)
-
-    def argmax(self, axis=None, out=None):
-        return np.argmax(self, axis=axis, out=out)
-
-    def argmin(self, axis=None, out=None):
-        return np.argmin(self, axis=axis, out=out)
 
     def reshape(self, *shape, order="C"):
         return np.reshape(self, shape[0] if len(shape) == 1 else shape, order=order)
@@ -88,11 +57,13 @@ class ArrayMethods:
     def repeat(self, repeats, axis=None):
         return np.repeat(self, repeats, axis=axis)
 
-    def all(self, axis=None, keepdims=False):
-        return self._constant_mask("all")(axis=axis, keepdims=keepdims)
+    def all(self, *args, **kwargs):
+        """ndarray.all(axis, out, keepdims, *, where) of a constant mask (NumPy's arguments and errors)."""
+        return self._constant_mask("all")(*args, **kwargs)
 
-    def any(self, axis=None, keepdims=False):
-        return self._constant_mask("any")(axis=axis, keepdims=keepdims)
+    def any(self, *args, **kwargs):
+        """ndarray.any(axis, out, keepdims, *, where) of a constant mask (NumPy's arguments and errors)."""
+        return self._constant_mask("any")(*args, **kwargs)
 
     def _constant_mask(self, name):
         """``.all()``/``.any()`` of a mask that folded to a constant: NumPy's own answer."""
@@ -112,3 +83,29 @@ class ArrayMethods:
             f"ndarray.{name} is not supported on a traced array", "symgrad traces the array methods that have "
             "derivative rules (README.md, 'Traceable code')", "use the numpy functions listed there, or "
             "symgrad.custom_gradient for your own rule", user_location(2)))
+
+
+def _forwarding_method(name: str):
+    """``x.<name>(...)`` as ``np.<name>(x, ...)``, its arguments checked against NumPy's signature."""
+    func = getattr(np, name)
+    params = list(inspect.signature(func).parameters.values())[1:]  # after the array
+    signature = inspect.Signature(params)
+
+    def method(self, *args, **kwargs):
+        try:
+            signature.bind(*args, **kwargs)
+        except TypeError as exc:
+            raise ArgumentError(format_error(
+                f"ndarray.{name}() cannot take these arguments: {exc}", f"a traced array's .{name}() takes "
+                f"the arguments of np.{name} after the array: {signature}", f"call it as NumPy's ndarray.{name} "
+                "is called", user_location(2))) from None
+        return func(self, *args, **kwargs)
+    method.__name__ = method.__qualname__ = name
+    method.__doc__ = f"ndarray.{name}{signature}: np.{name}(x, ...) with the same arguments."
+    return method
+
+
+# ndarray's reductions and scans: the same arguments as the numpy functions, in the same order.
+for _name in ("sum", "mean", "max", "min", "ptp", "var", "std", "prod", "cumsum", "cumprod", "argmax", "argmin"):
+    setattr(ArrayMethods, _name, _forwarding_method(_name))
+del _name

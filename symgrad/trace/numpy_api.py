@@ -19,7 +19,7 @@ from ..ir.ops import REGISTRY
 from .linalg_api import FUNCTIONS as LINALG_FUNCTIONS
 from . import numpy_reductions, numpy_shapes
 from .numpy_core import as_tracer as _as_tracer
-from .numpy_core import axes_of, concatenate, mean, np_sum, reshape, stack, transpose
+from .numpy_core import axes_of, concatenate, reshape, stack, traced_index_error, transpose
 from .numpy_shapes import fancy_getitem, is_fancy
 from .tracer import TraceContext, Tracer, register_numpy_protocol
 
@@ -135,8 +135,8 @@ def apply_ufunc(ctx: TraceContext, ufunc, method: str, inputs, kwargs):
                                       user_location(3)))
     if method != "__call__":
         ctx.whole_array(f"numpy.{ufunc.__name__}.{method}")
-    if method == "reduce" and ufunc is np.add:
-        return apply_function(ctx, np.sum, inputs, {k: v for k, v in kwargs.items() if k != "out"})
+    if method == "reduce" and ufunc is np.add:  # ufunc.reduce's axis defaults to 0, np.sum's to None
+        return apply_function(ctx, np.sum, inputs, {"axis": 0, **{k: v for k, v in kwargs.items() if k != "out"}})
     if method == "reduce" and ufunc is np.logaddexp:
         return logaddexp_reduce(ctx, *inputs, **{k: v for k, v in kwargs.items() if k != "out"})
     if method != "__call__":
@@ -158,14 +158,23 @@ def apply_ufunc(ctx: TraceContext, ufunc, method: str, inputs, kwargs):
     raise _unsupported("ufunc", f"{ufunc.__name__} (from outside numpy, e.g. scipy.special)", where="")
 
 
-def logaddexp_reduce(ctx, x, axis=0, keepdims=False, **kw):
+def logaddexp_reduce(ctx, x, axis=0, dtype=None, keepdims=False, **kw):
     """``np.logaddexp.reduce(x, axis)``: log(sum(exp(x))) along ``axis`` as a fold of the stable
     ``logaddexp`` primitive (each step max(a, b) + log1p(exp(-|a - b|))), the supported spelling
     of ``scipy.special.logsumexp`` (which branches on values internally and cannot be traced).
 
     Reference: Blanchard, Higham & Higham (2021), "Accurately computing the log-sum-exp and
     softmax functions", IMA J. Numer. Anal. 41(4) (the fold's error bound is theirs).
+
+    Raises UnsupportedOperationError for ``initial=``, ``where=`` or a dtype other than float64.
     """
+    given = [k for k, v in kw.items() if v is not None and v is not np._NoValue]
+    if given or (dtype is not None and np.dtype(dtype) != np.float64):
+        raise UnsupportedOperationError(format_error(
+            f"numpy.logaddexp.reduce(..., {(given or ['dtype'])[0]}=...) is not supported on traced values",
+            "symgrad traces the common forms of NumPy functions only (README, 'Traceable code')",
+            "drop the keyword and apply it with array operations (np.where with -np.inf for a mask)",
+            user_location(3)))
     x = _as_tracer(ctx, x)
     if x.ndim == 0:
         raise ValueError("np.logaddexp.reduce needs an array (a traced scalar has core shape ())")
@@ -199,9 +208,7 @@ def _norm_index(key, shape) -> tuple:
         elif k is None:
             out.append(None)
         elif isinstance(k, Tracer):
-            raise TraceError(format_error("cannot index with a traced value", "the position would depend on "
-                                          "the input, which has no single derivative formula",
-                                          "use np.where with a mask, or a constant index", user_location(4)))
+            raise traced_index_error("cannot index with a traced value", k, skip=4)
         elif isinstance(k, slice):
             for v in (k.start, k.stop, k.step):
                 if v is not None and not isinstance(v, (int, np.integer)):
@@ -313,7 +320,7 @@ def sinc(ctx, x):
 
 
 FUNCTIONS = {
-    np.sum: np_sum, np.mean: mean, np.dot: dot, np.vdot: lambda c, a, b: dot(c, np.ravel(a), np.ravel(b)),
+    np.dot: dot, np.vdot: lambda c, a, b: dot(c, np.ravel(a), np.ravel(b)),
     np.where: where, np.reshape: reshape, np.transpose: transpose,
     np.ravel: lambda c, x, order="C": reshape(c, x, (-1,), order), np.concatenate: concatenate, np.stack: stack,
     np.clip: clip, np.round: np_round, np.around: np_round, np.sinc: sinc,

@@ -18,7 +18,7 @@ import numpy as np
 from numpy.exceptions import AxisError
 from numpy.lib import array_utils
 
-from ..errors import format_error, user_location
+from ..errors import TraceError, format_error, user_location
 from .tracer import TraceContext, Tracer, to_node
 
 
@@ -28,6 +28,48 @@ def as_tracer(ctx: TraceContext, v) -> Tracer:
     Raises what :func:`~symgrad.trace.tracer.to_node` raises (TypeError, DTypeError, TraceError).
     """
     return v if isinstance(v, Tracer) else ctx.wrap(to_node(ctx, v))
+
+
+# -- traced indices ------------------------------------------------------------------------
+
+def argument_names(t: Tracer) -> list[str]:
+    """The names of the function's arguments that the traced value ``t`` is computed from."""
+    g, seen, todo, names = t.ctx.graph, set(), [t.id], set()
+    while todo:
+        nid = todo.pop()
+        if nid in seen:
+            continue
+        seen.add(nid)
+        node = g[nid]
+        if node.op == "input":
+            names.add(str(node.params[0]))
+        else:
+            todo.extend(node.args)
+    return sorted(names)
+
+
+def traced_index_error(what: str, index: Tracer, skip: int = 4) -> TraceError:
+    """The TraceError for indexing with a traced ``index`` (``what`` says which).
+
+    For a traced index that is not a mask it names the arguments the index is computed from and
+    how to keep index data out of the traced arguments, since integer labels passed as an
+    argument (``x[np.arange(n), labels]``) are traced like any argument.
+    """
+    names = [] if index.dtype == bool else argument_names(index)
+    where = "to select by a traced condition, use np.where with a mask: np.where(condition, x, other)"
+    if not names:
+        return TraceError(format_error(
+            what, "the positions read would depend on the input, which has no single derivative formula",
+            f"use a constant index array or mask; {where}", user_location(skip)))
+    listed = ", ".join(names)
+    return TraceError(format_error(
+        f"{what}: it is computed from the argument(s) {listed}",
+        "symgrad traces every argument of the function, integer arrays included (they become float64), so "
+        "positions read from an argument would depend on the input, which has no single derivative formula",
+        f"use a constant index array or mask. If {listed} is data (integer labels, indices), not something to "
+        f"differentiate, keep it out of the arguments: close over it (a global or a closure), or bind it with functools.partial(f, {names[0]}="
+        f"{names[0]}); such values are constants of the compiled code, traced again when they change. Or pass "
+        f"one-hot labels and multiply: np.sum(logits * onehot, axis=1). Otherwise, {where}", user_location(skip)))
 
 
 # -- axes ----------------------------------------------------------------------------------
@@ -59,8 +101,12 @@ def axes_of(axis, ndim: int) -> tuple[int, ...]:
 
 # -- sum and mean --------------------------------------------------------------------------
 
-def np_sum(ctx, x, axis=None, keepdims=False, dtype=None, **kw):
-    """``np.sum(x, axis, keepdims)``: one ``sum`` node over the sorted axes (none: ``x`` itself)."""
+def np_sum(ctx, x, axis=None, keepdims=False):
+    """``np.sum(x, axis, keepdims)``: one ``sum`` node over the sorted axes (none: ``x`` itself).
+
+    The helper the tables build on; ``np.sum`` itself, with ``where=``/``initial=``, is
+    :func:`symgrad.trace.numpy_reductions.np_sum`.
+    """
     x = as_tracer(ctx, x)
     axes = axes_of(axis, x.ndim)
     if not axes:
@@ -71,7 +117,7 @@ def np_sum(ctx, x, axis=None, keepdims=False, dtype=None, **kw):
     return out
 
 
-def mean(ctx, x, axis=None, keepdims=False, **kw):
+def mean(ctx, x, axis=None, keepdims=False):
     """``np.mean(x, axis, keepdims)``: the sum divided by the number of elements reduced."""
     x = as_tracer(ctx, x)
     axes = axes_of(axis, x.ndim)

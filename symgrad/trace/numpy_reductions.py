@@ -30,10 +30,80 @@ def unsupported_arg(func: str, arg: str, do_instead: str):
         "NumPy functions only (README, 'Traceable code')", do_instead, user_location(3)))
 
 
-def _reject(func: str, **given):
+def reject_given(func: str, **given):
+    """UnsupportedOperationError for the first keyword given a value (not None, not NumPy's no-value)."""
     for name, value in given.items():
         if value is not None and value is not _NO_VALUE:
             raise unsupported_arg(func, f"{name}=...", f"drop {name}= and apply it with array operations")
+
+
+def check_dtype(func: str, dtype) -> None:
+    """``dtype=`` may be None or float64 (the dtype symgrad traces in); anything else is refused."""
+    if dtype is None:
+        return
+    try:
+        ok = np.dtype(dtype) == np.float64
+    except TypeError:
+        ok = False
+    if not ok:
+        raise unsupported_arg(func, f"dtype={dtype!r}", "drop dtype=: symgrad reduces in the arguments' float "
+                              "dtype (float64, or float32 for float32 arguments); cast the result afterwards")
+
+
+def _flag(value) -> bool:
+    """A ``keepdims`` argument: NumPy's no-value sentinel means False."""
+    return False if value is _NO_VALUE else bool(value)
+
+
+def _mask(ctx, func: str, x, where):
+    """The ``where=`` mask of a reduction of ``x``: None for "everything", else a boolean array or Tracer.
+
+    As in NumPy, the mask must be boolean (TypeError) and broadcast to ``x.shape`` (ValueError).
+    A constant mask is returned as a NumPy array, so counts over it stay constants.
+    """
+    if where is _NO_VALUE:
+        return None
+    m = where if isinstance(where, Tracer) else np.asarray(where)
+    if m.dtype != bool:
+        raise TypeError(format_error(
+            f"numpy.{func}(..., where=...) needs a boolean mask; got dtype {m.dtype}", "NumPy casts where= to "
+            "bool only safely", "pass a comparison such as x > 0, or a boolean array", user_location(4)))
+    try:
+        fits = np.broadcast_shapes(m.shape, x.shape) == x.shape
+    except ValueError:
+        fits = False
+    if not fits:
+        raise ValueError(format_error(
+            f"numpy.{func}(..., where=...): a mask of shape {m.shape} does not broadcast to the input's "
+            f"shape {x.shape}", "NumPy broadcasts where= against the array being reduced",
+            "give a mask whose shape broadcasts to the input's", user_location(4)))
+    return None if isinstance(m, np.ndarray) and m.all() else m  # all True: the plain reduction
+
+
+def _select(ctx, mask, x, fill):
+    """``where(mask, x, fill)`` shaped like ``x`` (``x`` itself when there is no mask)."""
+    return x if mask is None else ctx.apply("where", core.as_tracer(ctx, mask), x, fill)
+
+
+def _count(ctx, x, mask, axes, keepdims):
+    """How many entries of ``x`` the mask keeps along ``axes`` (a constant for a constant mask)."""
+    if isinstance(mask, np.ndarray):
+        return np.asarray(np.sum(np.broadcast_to(mask, x.shape), axis=axes, keepdims=keepdims), dtype=np.float64)
+    ones = ctx.apply("broadcast_to", ctx.apply("where", mask, 1.0, 0.0), params=(x.shape,))
+    return core.np_sum(ctx, ones, axes, keepdims=keepdims)
+
+
+def _per_count(ctx, num, count):
+    """``num / count``, NaN where the count is 0 (NumPy's mean of nothing), with a finite derivative
+    there: the division is by ``where(count == 0, 1, count)``, so no 0 * inf reaches the gradient."""
+    if isinstance(count, np.ndarray):  # a constant mask: the empty slices are known now
+        empty = count == 0
+        if not empty.any():
+            return ctx.apply("div", num, count)
+        res = ctx.apply("div", num, np.where(empty, 1.0, count))
+        return ctx.apply("where", empty, np.nan, res)
+    empty = ctx.apply("eq", count, 0.0)
+    return ctx.apply("where", empty, np.nan, ctx.apply("div", num, ctx.apply("where", empty, 1.0, count)))
 
 
 def _keep(ctx, out, x, axes, keepdims):
@@ -42,12 +112,54 @@ def _keep(ctx, out, x, axes, keepdims):
     return out
 
 
+# -- sum and mean --------------------------------------------------------------------------------
+
+def np_sum(ctx, a, axis=None, dtype=None, out=None, keepdims=_NO_VALUE, initial=_NO_VALUE, where=_NO_VALUE):
+    """np.sum with NumPy's keywords: ``sum(where(mask, a, 0)) + initial`` (one ``sum`` node).
+
+    Shape: ``a``'s shape without ``axis`` (kept as 1s with ``keepdims``). ``where=`` is a
+    boolean mask (traced or constant) that broadcasts to ``a``'s shape; the derivative is the
+    mask (0 at excluded entries). Raises UnsupportedOperationError for ``out=`` or a dtype other
+    than float64; TypeError for a non-boolean mask, ValueError for one that does not broadcast.
+    """
+    reject_given("sum", out=out)
+    check_dtype("sum", dtype)
+    x = core.as_tracer(ctx, a)
+    res = core.np_sum(ctx, _select(ctx, _mask(ctx, "sum", x, where), x, 0.0), axis, _flag(keepdims))
+    return res if initial is _NO_VALUE else ctx.apply("add", res, initial)
+
+
+def np_mean(ctx, a, axis=None, dtype=None, out=None, keepdims=_NO_VALUE, *, where=_NO_VALUE):
+    """np.mean with NumPy's keywords: ``sum(where(mask, a, 0)) / count(mask)`` along ``axis``.
+
+    Shape as :func:`np_sum`. A slice whose mask keeps nothing is NaN (0/0), as in NumPy.
+    Raises what :func:`np_sum` raises.
+    """
+    reject_given("mean", out=out)
+    check_dtype("mean", dtype)
+    x = core.as_tracer(ctx, a)
+    mask, keep = _mask(ctx, "mean", x, where), _flag(keepdims)
+    if mask is None:
+        return core.mean(ctx, x, axis, keep)
+    axes = axes_of(axis, x.ndim)
+    num = core.np_sum(ctx, _select(ctx, mask, x, 0.0), axes, keep)
+    return _per_count(ctx, num, _count(ctx, x, mask, axes, keep))
+
+
 # -- max, min, ptp, argmax ------------------------------------------------------------------------
 
 def _extreme(op: str, combine: str, name: str):
     def build(ctx, a, axis=None, out=None, keepdims=False, initial=_NO_VALUE, where=_NO_VALUE):
-        _reject(name, out=out, where=where)
+        reject_given(name, out=out)
+        keepdims = _flag(keepdims)
         x = core.as_tracer(ctx, a)
+        mask = _mask(ctx, name, x, where)
+        if mask is not None and initial is _NO_VALUE:
+            raise ValueError(format_error(
+                f"numpy.{name}(..., where=...) needs initial=", f"np.{name} has no identity, so NumPy needs "
+                "a value for slices the mask empties", f"pass initial=, e.g. np.{name}(x, where=m, initial="
+                f"{'-' if op == 'amax' else ''}np.inf)", user_location(3)))
+        x = _select(ctx, mask, x, initial)
         axes = axes_of(axis, x.ndim)
         if initial is _NO_VALUE and any(x.shape[i] == 0 for i in axes):
             raise ValueError(f"zero-size array to reduction operation {name} which has no identity")
@@ -59,7 +171,9 @@ def _extreme(op: str, combine: str, name: str):
             res = ctx.apply(combine, res, initial)
         return _keep(ctx, res, x, axes, keepdims)
     build.__doc__ = (f"np.{name}: the {op} primitive; ties share the derivative equally (JAX's rule), "
-                     "NaN propagates. Shapes and AxisError as NumPy.")
+                     "NaN propagates. ``where=`` (with ``initial=``, as NumPy requires) reduces "
+                     "``where(mask, a, initial)``. Shapes and AxisError as NumPy; UnsupportedOperationError "
+                     "for out=.")
     return build
 
 
@@ -88,21 +202,40 @@ def _arg_extreme(name: str, real):
 
 def var(ctx, a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=_NO_VALUE, mean=_NO_VALUE,
         correction=_NO_VALUE):
-    """np.var as NumPy computes it: sum(|x - mean|^2) / (n - ddof) (two-pass, no cancellation)."""
-    _reject("var", out=out, where=where, mean=mean)
+    """np.var as NumPy computes it: sum(|x - mean|^2) / (n - ddof) (two-pass, no cancellation).
+
+    With ``where=`` the mean, the sum and ``n`` count only the entries the mask keeps
+    (``max(n - ddof, 0)``; an empty slice is NaN). Raises UnsupportedOperationError for
+    ``out=``, ``mean=`` or a dtype other than float64.
+    """
+    reject_given("var", out=out, mean=mean)
+    check_dtype("var", dtype)
     if correction is not _NO_VALUE:
         ddof = correction
+    keepdims = _flag(keepdims)
     x = core.as_tracer(ctx, a)
     axes = axes_of(axis, x.ndim)
-    n = int(np.prod([x.shape[i] for i in axes])) if axes else 1
-    d = ctx.apply("sub", x, core.mean(ctx, x, axes, keepdims=True))
+    mask = _mask(ctx, "var", x, where)
+    if mask is None:
+        n = int(np.prod([x.shape[i] for i in axes])) if axes else 1
+        d = ctx.apply("sub", x, core.mean(ctx, x, axes, keepdims=True))
+        ss = core.np_sum(ctx, ctx.apply("mul", d, d), axes, keepdims=keepdims)
+        return ctx.apply("div", ss, float(max(n - ddof, 0)))
+    m = _per_count(ctx, core.np_sum(ctx, _select(ctx, mask, x, 0.0), axes, True), _count(ctx, x, mask, axes, True))
+    d = _select(ctx, mask, ctx.apply("sub", x, m), 0.0)  # excluded entries: 0, never NaN from an empty mean
     ss = core.np_sum(ctx, ctx.apply("mul", d, d), axes, keepdims=keepdims)
-    return ctx.apply("div", ss, float(max(n - ddof, 0)))
+    count = _count(ctx, x, mask, axes, keepdims)
+    dof = (np.maximum(count - ddof, 0.0) if isinstance(count, np.ndarray)
+           else ctx.apply("maximum", ctx.apply("sub", count, float(ddof)), 0.0))
+    return _per_count(ctx, ss, dof)
 
 
-def std(ctx, a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, **kw):
-    """np.std = sqrt(var); its derivative is infinite/NaN where the variance is 0 (as in JAX)."""
-    return ctx.apply("sqrt", var(ctx, a, axis, dtype, out, ddof, keepdims, **kw))
+def std(ctx, a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=_NO_VALUE, mean=_NO_VALUE,
+        correction=_NO_VALUE):
+    """np.std = sqrt(var) (keywords and errors as :func:`var`); its derivative is infinite/NaN where
+    the variance is 0 (as in JAX)."""
+    return ctx.apply("sqrt", var(ctx, a, axis, dtype, out, ddof, keepdims, where=where, mean=mean,
+                                 correction=correction))
 
 
 def average(ctx, a, axis=None, weights=None, returned=False, *, keepdims=False):
@@ -156,9 +289,14 @@ def prod(ctx, a, axis=None, dtype=None, out=None, keepdims=False, initial=_NO_VA
     """np.prod by pairwise halving: O(log n) graph nodes, only multiplications (exact derivative at zeros).
 
     The rounding order is a pairwise tree, so results may differ from NumPy's in the last bits.
+    ``where=`` multiplies ``where(mask, a, 1)``; ``initial=`` multiplies the result. Raises
+    UnsupportedOperationError for ``out=`` or a dtype other than float64.
     """
-    _reject("prod", out=out, where=where)
+    reject_given("prod", out=out)
+    check_dtype("prod", dtype)
+    keepdims = _flag(keepdims)
     x = core.as_tracer(ctx, a)
+    x = _select(ctx, _mask(ctx, "prod", x, where), x, 1.0)
     axes = axes_of(axis, x.ndim)
     res = x
     for ax in reversed(axes):  # reduce the last axes first, so earlier axis numbers stay valid
@@ -173,7 +311,8 @@ def prod(ctx, a, axis=None, dtype=None, out=None, keepdims=False, initial=_NO_VA
 
 def cumsum(ctx, a, axis=None, dtype=None, out=None):
     """np.cumsum: the cumsum primitive (its VJP is the reversed cumulative sum)."""
-    _reject("cumsum", out=out)
+    reject_given("cumsum", out=out)
+    check_dtype("cumsum", dtype)
     x, ax = _along(ctx, a, axis)
     if x.ndim == 0:
         return core.reshape(ctx, x, (1,))
@@ -187,7 +326,8 @@ def cumprod(ctx, a, axis=None, dtype=None, out=None):
     derivative stays exact when an element is zero; rounding may differ from NumPy's
     sequential order in the last bits.
     """
-    _reject("cumprod", out=out)
+    reject_given("cumprod", out=out)
+    check_dtype("cumprod", dtype)
     x, ax = _along(ctx, a, axis)
     if x.ndim == 0:
         return core.reshape(ctx, x, (1,))
@@ -232,20 +372,26 @@ def _not_nan(ctx, x):
     return ctx.apply("eq", x, x)
 
 
-def nansum(ctx, a, axis=None, dtype=None, out=None, keepdims=False, **kw):
-    """np.nansum = sum(where(isnan(x), 0, x)); the derivative at a NaN entry is 0 (as in JAX)."""
-    _reject("nansum", out=out)
+def nansum(ctx, a, axis=None, dtype=None, out=None, keepdims=_NO_VALUE, initial=_NO_VALUE, where=_NO_VALUE):
+    """np.nansum = sum(where(isnan(x), 0, x)) (+ ``initial``; ``where=`` as :func:`np_sum`); the
+    derivative at a NaN entry is 0 (as in JAX). Raises what :func:`np_sum` raises."""
+    reject_given("nansum", out=out)
+    check_dtype("nansum", dtype)
     x = core.as_tracer(ctx, a)
-    return core.np_sum(ctx, ctx.apply("where", _not_nan(ctx, x), x, 0.0), axis, keepdims)
+    kept = _select(ctx, _mask(ctx, "nansum", x, where), ctx.apply("where", _not_nan(ctx, x), x, 0.0), 0.0)
+    res = core.np_sum(ctx, kept, axis, _flag(keepdims))
+    return res if initial is _NO_VALUE else ctx.apply("add", res, initial)
 
 
-def nanmean(ctx, a, axis=None, dtype=None, out=None, keepdims=False, **kw):
-    """np.nanmean = nansum(x) / count(not NaN); all-NaN slices give NaN (0/0) as in NumPy."""
-    _reject("nanmean", out=out)
+def nanmean(ctx, a, axis=None, dtype=None, out=None, keepdims=_NO_VALUE, *, where=_NO_VALUE):
+    """np.nanmean = nansum(x) / count(not NaN) (both over the ``where=`` mask); all-NaN or empty
+    slices give NaN (0/0) as in NumPy. Raises what :func:`np_sum` raises."""
+    reject_given("nanmean", out=out)
+    check_dtype("nanmean", dtype)
     x = core.as_tracer(ctx, a)
-    ok = _not_nan(ctx, x)
-    num = core.np_sum(ctx, ctx.apply("where", ok, x, 0.0), axis, keepdims)
-    den = core.np_sum(ctx, ctx.apply("where", ok, 1.0, 0.0), axis, keepdims)
+    ok, mask, keep = _not_nan(ctx, x), _mask(ctx, "nanmean", x, where), _flag(keepdims)
+    num = core.np_sum(ctx, _select(ctx, mask, ctx.apply("where", ok, x, 0.0), 0.0), axis, keep)
+    den = core.np_sum(ctx, _select(ctx, mask, ctx.apply("where", ok, 1.0, 0.0), 0.0), axis, keep)
     return ctx.apply("div", num, den)
 
 
@@ -301,7 +447,7 @@ def polyval(ctx, p, x):
 
 
 FUNCTIONS = {
-    np.max: np_max, np.amax: np_max, np.min: np_min, np.amin: np_min, np.ptp: ptp,
+    np.sum: np_sum, np.mean: np_mean, np.max: np_max, np.amax: np_max, np.min: np_min, np.amin: np_min, np.ptp: ptp,
     np.argmax: _arg_extreme("argmax", np.argmax), np.argmin: _arg_extreme("argmin", np.argmin),
     np.var: var, np.std: std, np.average: average, np.prod: prod, np.cumsum: cumsum, np.cumprod: cumprod,
     np.diff: diff, np.nansum: nansum, np.nanmean: nanmean, np.interp: interp, np.polyval: polyval,

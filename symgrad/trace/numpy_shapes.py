@@ -17,10 +17,10 @@ import string
 
 import numpy as np
 
-from ..errors import TraceError, UnsupportedOperationError, format_error, user_location
+from ..errors import UnsupportedOperationError, format_error, user_location
 from . import numpy_core as core
 from .numpy_core import axes_of, normalize_axis_index, normalize_axis_tuple
-from .numpy_reductions import unsupported_arg
+from .numpy_reductions import check_dtype, reject_given, unsupported_arg
 from .tracer import Tracer
 
 
@@ -31,12 +31,12 @@ def _t(ctx, v) -> Tracer:
 def _constant_index(value, what: str):
     """A NumPy index argument that must not be traced (an int array, a bool mask, ints)."""
     arr = np.asarray(value, dtype=object) if isinstance(value, (list, tuple)) else value
-    if isinstance(value, Tracer) or (isinstance(arr, np.ndarray) and arr.dtype == object
-                                     and any(isinstance(v, Tracer) for v in arr.reshape(-1))):
-        raise TraceError(format_error(
-            f"{what} is a traced value", "the positions read would depend on the input, which has no single "
-            "derivative formula", "use a constant index array or mask; to select by a traced condition use "
-            "np.where(condition, x, other)", user_location(4)))
+    if isinstance(value, Tracer):
+        raise core.traced_index_error(f"{what} is a traced value", value, skip=4)
+    if isinstance(arr, np.ndarray) and arr.dtype == object:
+        for v in arr.reshape(-1):
+            if isinstance(v, Tracer):
+                raise core.traced_index_error(f"{what} is a traced value", v, skip=4)
     return value
 
 
@@ -124,7 +124,10 @@ def diag(ctx, v, k=0):
 
 
 def trace(ctx, a, offset=0, axis1=0, axis2=1, dtype=None, out=None):
-    """np.trace = sum of np.diagonal over its last axis."""
+    """np.trace = sum of np.diagonal over its last axis; UnsupportedOperationError for out= or a
+    dtype other than float64."""
+    reject_given("trace", out=out)
+    check_dtype("trace", dtype)
     d = _rearrange(ctx, a, lambda ids: np.diagonal(ids, offset, axis1, axis2))
     return core.np_sum(ctx, d, axis=-1)
 
@@ -244,7 +247,13 @@ def _single(ctx, x, letters: str, keep: str):
 
 
 def einsum(ctx, subscripts, *operands, **kw):
-    """np.einsum with explicit letters (``->`` optional, no ``...``): pairwise ``contract``, left to right."""
+    """np.einsum with explicit letters (``->`` optional, no ``...``): pairwise ``contract``, left to right.
+
+    ``optimize=`` is accepted (the order is always left to right); ``out=``, a dtype other than
+    float64, and NumPy's other keywords raise UnsupportedOperationError.
+    """
+    reject_given("einsum", **{k: v for k, v in kw.items() if k not in ("optimize", "dtype")})
+    check_dtype("einsum", kw.get("dtype"))
     if not isinstance(subscripts, str) or "." in subscripts or not operands:
         raise unsupported_arg("einsum", "this form", "write explicit subscripts such as 'ij,jk->ik' (no '...')")
     spec = subscripts.replace(" ", "")
@@ -318,6 +327,7 @@ def inner(ctx, a, b):
 
 
 def outer(ctx, a, b, out=None):
+    reject_given("outer", out=out)
     x, y = core.reshape(ctx, _t(ctx, a), (-1,)), core.reshape(ctx, _t(ctx, b), (-1,))
     return einsum(ctx, "i,j->ij", x, y)
 

@@ -196,6 +196,13 @@ def trace_default(fn, args_tree, leaf_shapes: list[tuple[int, ...]],
     return program
 
 
+def _note_arguments(exc: Exception, fn, fn_name: str, args_tree, core_shapes) -> None:
+    """Add a note to a user's exception saying what the traced arguments were."""
+    if hasattr(exc, "add_note"):
+        exc.add_note(f"(raised while symgrad traced {fn_name} with symbolic arguments: "
+                     f"{_describe_args(fn, args_tree, core_shapes)})")
+
+
 def trace_program(fn, args_tree, core_shapes: list[tuple[int, ...]], names: list[str] | None = None,
                   graph: Graph | None = None, probe: bool = False) -> TracedProgram:
     """Trace ``fn`` with symbolic inputs of the given core shapes.
@@ -212,6 +219,8 @@ def trace_program(fn, args_tree, core_shapes: list[tuple[int, ...]], names: list
       ArgumentError: ``fn`` cannot take that many positional arguments.
       TraceError, UnsupportedOperationError: from the operations ``fn`` performs; also for a
         recursion without end and for programs larger than ``$SYMGRAD_MAX_NODES`` nodes.
+      TraceError: also for a traced value stored into a NumPy array (``out = np.zeros(n);
+        out[0] = x[0]``), which NumPy reports as a ValueError.
       Any other exception ``fn`` raises, with a note saying what the traced arguments were.
     """
     from .pytree import tree_unflatten
@@ -237,10 +246,18 @@ def trace_program(fn, args_tree, core_shapes: list[tuple[int, ...]], names: list
             "as a loop over a fixed range", traceback_location(exc.__traceback__))) from None
     except SymgradError:
         raise
+    except ValueError as exc:
+        if isinstance(exc.__cause__, SymgradError):  # NumPy storing a traced value into an ndarray
+            raise TraceError(format_error(
+                "cannot store a traced value in a NumPy array (out[i] = ... on an array from np.zeros, "
+                "np.empty, np.ones or np.array of numbers)", "a NumPy array holds numbers, and a traced value "
+                "is a symbol while tracing; in-place assignment also has no derivative rule",
+                "build a new array from the traced values: np.stack([...]) or np.array([...]) of them, "
+                "np.concatenate, or np.where with a mask", traceback_location(exc.__traceback__))) from None
+        _note_arguments(exc, fn, fn_name, args_tree, core_shapes)
+        raise
     except Exception as exc:
-        if hasattr(exc, "add_note"):
-            exc.add_note(f"(raised while symgrad traced {fn_name} with symbolic arguments: "
-                         f"{_describe_args(fn, args_tree, core_shapes)})")
+        _note_arguments(exc, fn, fn_name, args_tree, core_shapes)
         raise
     out_leaves, out_tree = tree_flatten(result)
     outputs = [_output_leaf(ctx, fn_name, leaf) for leaf in out_leaves]

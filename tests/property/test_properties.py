@@ -329,6 +329,9 @@ def test_public_api(data):
         y2, ydot = sg.jvp(f, P, T, **kw)
         y3, vjp_fn = sg.vjp(f, *P, **kw)
         bars = vjp_fn(C)
+        # per batch element cotangents: every argument given the batch axis (an argument passed
+        # without it gets the sum of those over the batch, as jax.vjp gives; checked below)
+        bars_full = sg.vjp(f, *_batch(points), **kw)[1](C) if unbatched else bars
         hv = sg.hvp(f, P, T, **kw) if scalar_out else None
         H = sg.hessian(f, argnums=allargs, **kw)(*P) if extra == "hessian" else None
     chk = Checker(prog, "public API vs mpmath")
@@ -349,7 +352,13 @@ def test_public_api(data):
                                 for p, s in zip(parts, shapes)]))
         return np.stack(out)
 
-    B = rows(bars)
+    B = rows(bars_full)
+    for k in sorted(unbatched):
+        chk.equal(f"vjp cotangent of unbatched argument {k} has its shape", np.shape(bars[k]), np.shape(P[k]))
+        summed = np.sum(np.asarray(bars_full[k]), axis=0)
+        if not np.allclose(bars[k], summed, rtol=1e-13, atol=1e-300, equal_nan=True):
+            chk.failures.append(f"vjp cotangent of unbatched argument {k}: got {bars[k]!r}, want the batch sum "
+                                f"{summed!r}")
     mask = np.concatenate([np.full(int(np.prod(s)) if s else 1, k in sub) for k, s in enumerate(prog.input_shapes)])
     if scalar_out:
         gparts = gs if isinstance(gs, tuple) else (gs,)
