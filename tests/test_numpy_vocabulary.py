@@ -207,6 +207,14 @@ def test_all_any_on_constant_masks_and_errors_on_traced_ones():
     (lambda x: np.logaddexp.reduce(x, axis=1, where=x > 0)[0], UnsupportedOperationError, "logaddexp.reduce"),
     (lambda x: np.trace(x, dtype=int), UnsupportedOperationError, r"numpy.trace\(\.\.\., dtype="),
     (lambda x: np.einsum("ij->", x, out=np.zeros(())), UnsupportedOperationError, r"numpy.einsum\(\.\.\., out="),
+    (lambda x: np.sum(np.concatenate([x, x], dtype=np.float32)), UnsupportedOperationError,
+     r"numpy.concatenate\(\.\.\., dtype="),
+    (lambda x: np.sum(np.stack([x, x], out=np.zeros((2, 2, 3)))), UnsupportedOperationError, r"numpy.stack\(\.\.\., out="),
+    (lambda x: np.sum(np.hstack([x, x], casting="unsafe")), UnsupportedOperationError, r"numpy.hstack\(\.\.\., casting="),
+    (lambda x: np.sum(np.vstack([x, x], dtype=int)), UnsupportedOperationError, r"numpy.vstack\(\.\.\., dtype="),
+    (lambda x: np.sum(np.clip(x, 0, 1, where=x > 0)), UnsupportedOperationError,
+     r"numpy.clip\(\.\.\., where=<a traced array>"),
+    (lambda x: np.sum(np.zeros_like(x, shape=(2,)) + 1), UnsupportedOperationError, r"numpy.zeros_like\(\.\.\., shape="),
     (lambda x: x.sum(wher=x > 0), ArgumentError, r"ndarray\.sum\(\) cannot take"),
     (lambda x: x.mean(0, None, None, False, True), ArgumentError, r"ndarray\.mean\(\) cannot take"),
 ])
@@ -214,6 +222,19 @@ def test_bad_calls_raise_typed_errors(bad, exc, pattern):
     with pytest.raises(exc, match=pattern) as info:
         sg.jit(bad, signature="(m,n)->()")(np.ones((2, 3)))
     assert "symgrad ops" not in str(info.value)
+
+
+def test_numpys_default_keywords_given_explicitly_are_accepted():
+    """out=None, casting="same_kind", dtype=float64, where=True (NumPy's defaults) change nothing and
+    are accepted; only other values are refused (above)."""
+    def f(x):
+        a = np.concatenate([x, x ** 2], axis=0, out=None, dtype=np.float64, casting="same_kind")
+        b = np.stack([x, x], dtype=None) + np.zeros_like(x, dtype=float, shape=None)
+        return np.sum(np.clip(a, -1.0, 2.0, out=None, where=True)) + np.sum(np.vstack([b], casting="same_kind"))
+    x = np.array([0.5, 1.5, -2.0])
+    value, grad = sg.value_and_grad(f, signature="(n)->()")(x)
+    assert value == pytest.approx(f(x), rel=1e-14)
+    np.testing.assert_allclose(grad, [1 + 2 * 0.5 + 2, 1 + 0 + 2, 0 + 0 + 2], rtol=1e-14)
 
 
 @needs_jax

@@ -283,7 +283,22 @@ def where(ctx, cond, x=None, y=None):
     return ctx.apply("where", cond, x, y)
 
 
+def _checked(func: str, kw: dict, impl, *args):
+    """``impl(*args)`` once ``numpy.<func>``'s other keywords are checked (:func:`reject_keywords`)."""
+    numpy_reductions.reject_keywords(func, kw)
+    return impl(*args)
+
+
+def _like(func: str, kw: dict) -> None:
+    """``np.zeros_like`` and the like take ``dtype=``/``order=``/``subok=`` (the constant's values do not
+    change); ``shape=`` would change its shape and is refused."""
+    numpy_reductions.reject_keywords(func, {k: v for k, v in kw.items() if k == "shape"})
+
+
 def clip(ctx, x, a_min=None, a_max=None, **kw):
+    """``np.clip(x, a_min, a_max)`` as maximum then minimum; ``out=``, ``where=``, ``casting=`` and a
+    non-float64 ``dtype=`` are refused (:func:`numpy_reductions.reject_keywords`)."""
+    numpy_reductions.reject_keywords("clip", kw)
     out = x
     if a_min is not None:
         out = ctx.apply("maximum", out, a_min)
@@ -322,13 +337,15 @@ def sinc(ctx, x):
 FUNCTIONS = {
     np.dot: dot, np.vdot: lambda c, a, b: dot(c, np.ravel(a), np.ravel(b)),
     np.where: where, np.reshape: reshape, np.transpose: transpose,
-    np.ravel: lambda c, x, order="C": reshape(c, x, (-1,), order), np.concatenate: concatenate, np.stack: stack,
+    np.ravel: lambda c, x, order="C": reshape(c, x, (-1,), order),
+    np.concatenate: lambda c, arrays, axis=0, **kw: _checked("concatenate", kw, concatenate, c, arrays, axis),
+    np.stack: lambda c, arrays, axis=0, **kw: _checked("stack", kw, stack, c, arrays, axis),
     np.clip: clip, np.round: np_round, np.around: np_round, np.sinc: sinc,
     np.expand_dims: lambda c, x, axis: reshape(c, x, np.expand_dims(np.empty(_as_tracer(c, x).shape), axis).shape),
     np.broadcast_to: lambda c, x, shape, **kw: c.apply("broadcast_to", x, params=(tuple(shape),)),
-    np.zeros_like: lambda c, x, **kw: _as_tracer(c, np.zeros(_as_tracer(c, x).shape)),
-    np.ones_like: lambda c, x, **kw: _as_tracer(c, np.ones(_as_tracer(c, x).shape)),
-    np.full_like: lambda c, x, fill_value, **kw: c.apply(
+    np.zeros_like: lambda c, x, **kw: _like("zeros_like", kw) or _as_tracer(c, np.zeros(_as_tracer(c, x).shape)),
+    np.ones_like: lambda c, x, **kw: _like("ones_like", kw) or _as_tracer(c, np.ones(_as_tracer(c, x).shape)),
+    np.full_like: lambda c, x, fill_value, **kw: _like("full_like", kw) or c.apply(
         "broadcast_to", fill_value, params=(_as_tracer(c, x).shape,)) if isinstance(fill_value, Tracer)
     else _as_tracer(c, np.full(_as_tracer(c, x).shape, float(fill_value))),
     np.shape: lambda c, x: _as_tracer(c, x).shape, np.ndim: lambda c, x: _as_tracer(c, x).ndim,

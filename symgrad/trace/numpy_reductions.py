@@ -37,6 +37,22 @@ def reject_given(func: str, **given):
             raise unsupported_arg(func, f"{name}=...", f"drop {name}= and apply it with array operations")
 
 
+_HARMLESS = {"out": (None,), "casting": ("same_kind",), "order": ("K", None), "subok": (True,), "where": (True,),
+             "shape": (None,)}  # NumPy's defaults: given with these values a keyword changes nothing
+
+
+def reject_keywords(func: str, kw: dict) -> None:
+    """UnsupportedOperationError for a keyword of ``numpy.<func>`` that symgrad would otherwise drop
+    (``out=``, ``casting=``, ``where=``, ``shape=`` of ``*_like`` ... other than NumPy's default); ``dtype=``
+    may be None or float64 (:func:`check_dtype`)."""
+    for name, value in kw.items():
+        if name == "dtype":
+            check_dtype(func, value)
+        elif not any(value is v or (isinstance(v, str) and value == v) for v in _HARMLESS.get(name, ())):
+            shown = "<a traced array>" if isinstance(value, Tracer) else repr(value)
+            raise unsupported_arg(func, f"{name}={shown}", f"drop {name}=: symgrad does not apply it to traced values")
+
+
 def check_dtype(func: str, dtype) -> None:
     """``dtype=`` may be None or float64 (the dtype symgrad traces in); anything else is refused."""
     if dtype is None:

@@ -20,7 +20,7 @@ import numpy as np
 from ..errors import UnsupportedOperationError, format_error, user_location
 from . import numpy_core as core
 from .numpy_core import axes_of, normalize_axis_index, normalize_axis_tuple
-from .numpy_reductions import check_dtype, reject_given, unsupported_arg
+from .numpy_reductions import check_dtype, reject_given, reject_keywords, unsupported_arg
 from .tracer import Tracer
 
 
@@ -186,11 +186,13 @@ def _atleast(nd):
 
 
 def hstack(ctx, tup, **kw):
+    reject_keywords("hstack", kw)
     arrs = [_atleast(1)(ctx, a) for a in tup]
     return core.concatenate(ctx, arrs, axis=0 if arrs[0].ndim == 1 else 1)
 
 
 def vstack(ctx, tup, **kw):
+    reject_keywords("vstack", kw)
     return core.concatenate(ctx, [_atleast(2)(ctx, a) for a in tup], axis=0)
 
 
