@@ -19,7 +19,7 @@ from contextlib import contextmanager
 from sympy.core.parameters import global_parameters
 
 __all__ = ["StabilizeBudgetExceeded", "hard_deadline", "check_deadline", "deadline_passed", "cpu_clock",
-           "collector_paused", "interrupted_past", "current_deadline"]
+           "collector_paused", "interrupted_past"]
 
 
 def cpu_clock() -> float:
@@ -105,20 +105,51 @@ def _raise_in(thread_id: int, exc) -> None:
                                                None if exc is None else ctypes.py_object(exc))
 
 
+class _Watch:
+    """One armed :func:`interrupted_past` block: its thread, that thread's clock, the limit, the exception."""
+
+    __slots__ = ("tid", "used", "limit", "exc", "fired")
+
+    def __init__(self, tid, used, limit, exc):
+        self.tid, self.used, self.limit, self.exc, self.fired = tid, used, limit, exc, False
+
+
+_ARMED: set = set()                 # the blocks being watched (any thread's)
+_WATCH = threading.Condition()      # guards _ARMED; wakes the watcher when a block is armed
+_WATCHER: list = []                 # the one watcher thread, started with the first block
+
+
+def _watch_forever() -> None:
+    """The watcher: every ``POLL_S`` seconds while blocks are armed (asleep otherwise), raise in each
+    thread whose clock has passed its limit, once."""
+    with _WATCH:
+        while True:
+            while not _ARMED:
+                _WATCH.wait()
+            for w in list(_ARMED):
+                if w.used() > w.limit:
+                    _raise_in(w.tid, w.exc)
+                    w.fired = True
+                    _ARMED.discard(w)
+            _WATCH.wait(POLL_S)
+
+
 @contextmanager
 def interrupted_past(t: float | None, exc: type[BaseException]):
     """Inside, ``exc`` is raised in the calling thread once its CPU clock (:func:`cpu_clock`) passes
     ``t`` (None: no bound): for calls into code that has no checkpoints and can run for minutes,
     such as SymPy's ``series`` (``log(1 - 1/(1 + exp(-z)))`` at infinity never returned).
 
-    A watcher thread reads the thread's CPU clock (``time.pthread_getcpuclockid``; where there is
-    none, wall time from entry stands in for the CPU time left) every ``POLL_S`` seconds and, past
-    ``t``, raises ``exc`` asynchronously (CPython's ``PyThreadState_SetAsyncExc``): at the next
-    bytecode, inside pure-Python code such as SymPy's.  An exception fired as the block ends is
-    cleared on the way out, so none escapes into the code after it, and SymPy's global evaluation
-    flags (``global_parameters``, which its ``evaluate(False)`` blocks set and reset) are restored
-    when it fired.  Code inside must tolerate being stopped anywhere: callers wrap pure functions
-    (a SymPy call, a rewrite rule) whose results they use, or cache, only on success.
+    One watcher thread for the process reads each armed thread's CPU clock
+    (``time.pthread_getcpuclockid``; where there is none, wall time from entry stands in for the CPU
+    time left) every ``POLL_S`` seconds and, past ``t``, raises ``exc`` asynchronously (CPython's
+    ``PyThreadState_SetAsyncExc``): at the next bytecode, inside pure-Python code such as SymPy's.
+    Arming a block costs a lock and a set insertion (the search arms one per subexpression whose
+    rules it computes).  An exception fired as the block ends is cleared on the way out, so none
+    escapes into the code after it, and SymPy's global evaluation flags (``global_parameters``,
+    which its ``evaluate(False)`` blocks set and reset) are restored when it fired.  Code inside must
+    tolerate being stopped anywhere: callers wrap pure functions (a SymPy call, a rewrite rule) whose
+    results they use, or cache, only on success.
     """
     if t is None:
         yield
@@ -130,31 +161,20 @@ def interrupted_past(t: float | None, exc: type[BaseException]):
         limit = t
     except (AttributeError, OSError):  # no per-thread CPU clock here: wall seconds from now
         used, limit = time.monotonic, time.monotonic() + max(t - cpu_clock(), 0.0)
-    lock, stop, state = threading.Lock(), threading.Event(), {"active": True, "fired": False}
+    w = _Watch(tid, used, limit, exc)
     flags = dict(vars(global_parameters))
-
-    def watch():
-        while not stop.wait(POLL_S):
-            if used() > limit:
-                with lock:
-                    if state["active"]:
-                        _raise_in(tid, exc)
-                        state["fired"] = True
-                return
-
-    threading.Thread(target=watch, name="symgrad-interrupt", daemon=True).start()
+    with _WATCH:
+        if not _WATCHER:
+            _WATCHER.append(threading.Thread(target=_watch_forever, name="symgrad-interrupt", daemon=True))
+            _WATCHER[0].start()
+        _ARMED.add(w)
+        _WATCH.notify()
     try:
         yield
     finally:
-        with lock:
-            state["active"] = False
-            if state["fired"]:
+        with _WATCH:
+            _ARMED.discard(w)
+            if w.fired:
                 _raise_in(tid, None)  # fired after the block's last bytecode: clear it
                 for name, value in flags.items():
                     setattr(global_parameters, name, value)
-        stop.set()
-
-
-def current_deadline() -> float | None:
-    """The calling thread's hard deadline (:class:`hard_deadline`; CPU seconds), or None."""
-    return _current()
