@@ -320,6 +320,25 @@ def log_f32(x):
 
 
 @numba.njit(cache=True, fastmath=False, error_model="numpy", nogil=True, forceinline=True)
+def _one_plus(x):
+    """``(u, c/u)``: u = 1 + x rounded and c its rounding error, exact (fdlibm s_log1p.c's formula);
+    log1p(x) = log(u) + c/u to first order."""
+    u = 1.0 + x
+    return u, (1.0 - (u - x) if u >= 2.0 else x - (u - 1.0)) / u
+
+
+@numba.njit(cache=True, fastmath=False, error_model="numpy", nogil=True, forceinline=True)
+def _log1p_specials(x, y):
+    """``y`` (log1p(x) as computed for finite x > -1) with IEEE's special values: +inf -> inf,
+    +-0 -> +-0, -1 -> -inf, x < -1 and NaN -> NaN."""
+    y = x if x == math.inf else y
+    y = x if x == 0.0 else y                # keeps the sign of zero
+    y = -math.inf if x == -1.0 else y
+    y = math.nan if x < -1.0 else y
+    return x if x != x else y
+
+
+@numba.njit(cache=True, fastmath=False, error_model="numpy", nogil=True, forceinline=True)
 def log1p_f64(x):
     """log(1 + x) for a float64 scalar, within 0.5 ulp + 2^-14 ulp, branch-free.
 
@@ -330,15 +349,10 @@ def log1p_f64(x):
     x < -1 and NaN -> NaN, -1 -> -inf, +inf -> inf, +-0 -> +-0.
     """
     near = (x >= -0.00390625) & (x < 0.0078125)
-    u = 1.0 + x
-    c = (1.0 - (u - x) if u >= 2.0 else x - (u - 1.0)) / u
+    u, c = _one_plus(x)
     r, kd, chi, clo = _log_reduce(1.0 if near else u)  # near: u = 1, so r = k = logc = 0
     y = _log_sum(x if near else r, kd, chi, clo, 0.0 if near else c)
-    y = x if x == math.inf else y
-    y = x if x == 0.0 else y                # keeps the sign of zero
-    y = -math.inf if x == -1.0 else y
-    y = math.nan if x < -1.0 else y
-    return x if x != x else y
+    return _log1p_specials(x, y)
 
 
 @numba.njit(cache=True, fastmath=False, error_model="numpy", nogil=True, forceinline=True)
@@ -352,8 +366,7 @@ def _log1p_fdlibm(x):
     Args: x: float64 scalar.  Returns: float64.  Raises nothing: x < -1 and NaN -> NaN,
     -1 -> -inf, +inf -> inf, +-0 -> +-0.
     """
-    u = 1.0 + x
-    c = (1.0 - (u - x) if u >= 2.0 else x - (u - 1.0)) / u
+    u, c = _one_plus(x)
     bits = _f64_bits(u)
     hx = bits >> 32
     hu = hx & 0x000fffff
@@ -370,11 +383,7 @@ def _log1p_fdlibm(x):
     w = z * z                               # R(z) split in odd and even parts as e_log.c does
     rr = z * (_LG1 + w * (_LG3 + w * (_LG5 + w * _LG7))) + w * (_LG2 + w * (_LG4 + w * _LG6))
     y = dk * _LN2HI - ((hfsq - (s * (hfsq + rr) + (dk * _LN2LO + c))) - f)
-    y = x if x == math.inf else y
-    y = x if x == 0.0 else y                # keeps the sign of zero
-    y = -math.inf if x == -1.0 else y
-    y = math.nan if x < -1.0 else y
-    return x if x != x else y
+    return _log1p_specials(x, y)
 
 
 @numba.njit(cache=True, fastmath=False, error_model="numpy", nogil=True, forceinline=True)
