@@ -321,7 +321,8 @@ def test_gaussian_loglik_hessian_batched_matches_jax():
             np.testing.assert_allclose(H[i][j], ref[i][j], rtol=1e-12, atol=1e-13, err_msg=f"H[{i}][{j}]")
 
 
-@pytest.mark.slow  # runs examples/gaussian_loglik.py (15 s; slow in tests/test_examples.py too); its Hessian is checked above
+# runs examples/gaussian_loglik.py (15 s; slow in tests/test_examples.py too); its Hessian is checked above
+@pytest.mark.slow
 def test_gaussian_loglik_example_numbers():
     from .example_runner import ROOT, run_example
 

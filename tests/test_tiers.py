@@ -101,7 +101,8 @@ def test_random_scalar_programs_bit_identical(program, seed):
     _check(program, stabilize=False, seed=seed)
 
 
-@pytest.mark.slow  # ~10 s per example (array kernels on every tier); fixed array programs (MLP, Jacobian, Hessian) run by default below
+# ~10 s per example (array kernels on every tier); fixed array programs (MLP, Jacobian, Hessian) run by default below
+@pytest.mark.slow
 @settings(max_examples=2, **_SETTINGS)
 @given(programs(max_ops=6, vectors=True), st.integers(0, 2**31 - 1))
 def test_random_vector_programs_bit_identical(program, seed):

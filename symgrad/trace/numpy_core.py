@@ -67,7 +67,8 @@ def traced_index_error(what: str, index: Tracer, skip: int = 4) -> TraceError:
         "symgrad traces every argument of the function, integer arrays included (they become float64), so "
         "positions read from an argument would depend on the input, which has no single derivative formula",
         f"use a constant index array or mask. If {listed} is data (integer labels, indices), not something to "
-        f"differentiate, keep it out of the arguments: close over it (a global or a closure), or bind it with functools.partial(f, {names[0]}="
+        f"differentiate, keep it out of the arguments: close over it (a global or a closure), or bind it "
+        f"with functools.partial(f, {names[0]}="
         f"{names[0]}); such values are constants of the compiled code, traced again when they change. Or pass "
         f"one-hot labels and multiply: np.sum(logits * onehot, axis=1). Otherwise, {where}", user_location(skip)))
 
