@@ -45,7 +45,8 @@ from .search import DEFAULT_WORK, Search
 from .transforms import deadline
 from .widen import NAME, TWO_ULPS, loses_where_written_does_not, stress_sample, widen_record, widened_record
 
-__all__ = ["stabilize", "needs_search", "StabilizeResult", "RewriteRecord", "bits_of_error_report", "DEFAULT_WORK"]
+__all__ = ["stabilize", "searched_form", "needs_search", "StabilizeResult", "RewriteRecord", "bits_of_error_report",
+           "DEFAULT_WORK"]
 
 
 # Of ``budget_s`` less the references of the search's sample and of the never-worse check's points (paid
@@ -69,7 +70,7 @@ def _summary(bits_before: dict, bits_after: dict) -> dict:
 def stabilize(expr: sp.Expr, variables: Sequence[sp.Symbol], *, domain: Mapping | None = None,
               budget_s: float = 2.0, dtypes: Sequence[str] = ("float64", "float32"), seed: int = 0,
               n_points: int = 256, work: int = DEFAULT_WORK, widen_float32: bool = True,
-              samples: Mapping | None = None, check=None) -> StabilizeResult:
+              samples: Mapping | None = None, check=None, seeds: Sequence[sp.Expr] = ()) -> StabilizeResult:
     """Search for a numerically more accurate equivalent of ``expr``.
 
     Args:
@@ -99,6 +100,11 @@ def stabilize(expr: sp.Expr, variables: Sequence[sp.Symbol], *, domain: Mapping 
             check (:func:`.accept.accept`) instead of :func:`.accept.check_samples` (the program
             pass shares one check sample, :meth:`.triage.TriageResult.check_samples`).  Called
             before the search, so the search's time is what is left after its references.
+        seeds: forms equal to ``expr`` that the caller knows, scored with the original before the
+            search starts and then ranked, expanded and verified (:func:`.verify.equivalent`) like
+            any candidate; one that is not equal to ``expr`` is never chosen.  The program pass
+            offers a derivative's region the derivative of the primal's stable form
+            (:mod:`symgrad.api.primal_seeds`).
 
     Returns:
         :class:`StabilizeResult` with the chosen expression and the applied rewrites; a regime
@@ -112,7 +118,7 @@ def stabilize(expr: sp.Expr, variables: Sequence[sp.Symbol], *, domain: Mapping 
     given = sp.sympify(expr)
     expr = wide_floats(given)
     s = Search(expr, variables, domain, SEARCH_SHARE * budget_s, tuple(dtypes), seed, n_points, work=work,
-               samples=samples, widen=widen_float32)
+               samples=samples, widen=widen_float32, seeds=[wide_floats(sp.sympify(f)) for f in seeds])
     # the never-worse check's references first: every rewrite needs them, and a check the program's deadline
     # cut after the search lost the whole search (mish'' at the default budget, now and then)
     if s.vars:  # (a constant has no points to check)
@@ -193,6 +199,32 @@ def stabilize(expr: sp.Expr, variables: Sequence[sp.Symbol], *, domain: Mapping 
     return StabilizeResult(back(form), [_record_with(r, back) for r in records], s.exhausted, cpu_clock() - t0,
                            summary, s.used, s.timed_out, wide, note, {dt: back(e) for dt, e in others.items()},
                            tuple(skipped))
+
+
+def searched_form(expr: sp.Expr, variables: Sequence[sp.Symbol], *, budget_s: float, n_points: int = 256,
+                  work: int = DEFAULT_WORK) -> sp.Expr:
+    """The search's best float64 form of ``expr`` (verified equal to it), without truncated series,
+    the never-worse check, the float32 widening and the double-double step that :func:`stabilize`
+    adds: a starting point for another search (the ``seeds`` of a derivative,
+    :mod:`symgrad.api.primal_seeds`), not a kernel's form; its derivative must be exact too.
+    ``expr`` itself when nothing better was found.
+
+    Args:
+        expr: SymPy expression in the real symbols ``variables``.
+        variables: ordered input symbols.
+        budget_s: CPU seconds of the calling thread (sampling included).
+        n_points: sample points (float64 only).
+        work: deterministic work budget (see :mod:`.search`).
+
+    Raises:
+        StabilizeBudgetExceeded: a program's hard deadline passed.
+    """
+    given = sp.sympify(expr)
+    wide = wide_floats(given)
+    s = Search(wide, variables, None, budget_s, ("float64",), 0, n_points, work=work, series=False)
+    with deadline(s.t0 + s.budget_s):
+        best = s.run()
+    return _narrowing(wide, given)(best.expr)
 
 
 FLOAT_PRECISION = 113  # bits of the Floats a searched expression holds (their values unchanged)

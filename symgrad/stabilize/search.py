@@ -81,6 +81,11 @@ MIN_REGIME_GAIN = 0.1  # bits of mean error a regime split must win (see _worth_
 # budget past it; a split cut there is not made.  Unbounded, it ran into the program's hard deadline and
 # the whole search was lost (log(0.5*(1 + erf(x/sqrt 2))) at the 1 s default budget: 0 searched).
 REGIME_GRACE = 0.15
+# The step name of a candidate the caller hands in (``stabilize(seeds=...)``): the program pass offers
+# the derivative of the primal's stable form (symgrad.api.primal_seeds).
+SEED_STEP = "derivative_of_stable_primal"
+# Input magnitudes below which a form that overflows beyond them may serve (Search.guarded), largest first.
+GUARD_MAGNITUDES = (1e300, 1e150, 1e100, 1e50, 1e20)
 REGRESSION_SLACK = 2.0  # bits; see Search.acceptable  # bits: a round must lower the best mean error by more than this to continue
 
 
@@ -202,11 +207,12 @@ class Search:
     """One stabilisation run (state shared by the phases)."""
 
     def __init__(self, expr, variables, domain, budget_s, dtypes, seed, n_points, work=DEFAULT_WORK,
-                 beam=4, rounds=4, samples=None, widen=False):
+                 beam=4, rounds=4, samples=None, widen=False, seeds=(), series=True):
         self.t0 = cpu_clock()
         self.widen = widen  # float32 kernels may compute in float64 (see acceptable)
         self.expr, self.vars, self.domain = expr, list(variables), domain
         self.budget_s, self.work, self.beam, self.rounds = budget_s, work, beam, rounds
+        self.allow_series = series  # truncated series (inside regimes) may be tried
         self.used = 0
         self.exhausted = False
         self.timed_out = False
@@ -221,6 +227,11 @@ class Search:
         self._values: dict = {dt: {} for dt in self.samples}  # dtype -> {subexpression: values on its sample}
         self.max_size = 3 * _tree_size(expr, 10**6) + 40
         self.orig = self.score(expr, ())
+        for form in seeds:  # equivalent forms the caller knows (ranked and verified like any candidate),
+            if form != expr and form not in self.seen:  # kept when better than the original on the mean
+                c = self.score(form, (Step(SEED_STEP, expr, form, expr, form),))
+                if c is not None and c.score >= self.orig.score:
+                    self.seen[form] = None  # no better: it would only take a place in the beam
 
     # -- bookkeeping -------------------------------------------------------
     def charge(self, what: str, k: int = 1):
@@ -238,7 +249,7 @@ class Search:
         c = self.seen.get(expr, False)
         if c is not False:
             return c
-        if history and exact and history[-1].name != "regime_split" \
+        if history and exact and history[-1].name not in ("regime_split", SEED_STEP) \
                 and _tree_size(expr, self.max_size) >= self.max_size:
             self.seen[expr] = None  # runaway growth (nested shifts etc.): not a useful candidate
             return None
@@ -497,7 +508,7 @@ class Search:
             best = min(best, new_best)
             if not frontier:
                 break
-        if self.vars and self.best_exact().score > SERIES_ABOVE and not self.out_of_budget() \
+        if self.allow_series and self.vars and self.best_exact().score > SERIES_ABOVE and not self.out_of_budget() \
                 and not self.split_suffices():
             # Exact candidates are the same function, so their series at the root are the same:
             # expand the original (usually the cheapest for SymPy) and the best form only if that fails.
@@ -581,7 +592,28 @@ class Search:
         rc = self.score(pw, best_exact.history + (Step("regime_split", best_exact.expr, pw, best_exact.expr, pw, cond),))
         if probe and not known:
             self.seen.pop(pw, None)
-        return rc if rc is not None and _worth_a_branch(rc, best_exact) and self.acceptable(rc) else None
+        if rc is None or not _worth_a_branch(rc, best_exact):
+            return None
+        return rc if self.acceptable(rc) else self.guarded(rc, best_exact)
+
+    def guarded(self, c: Cand, best_exact: Cand):
+        """``c`` below an input magnitude and the formula as written beyond it, for the first of
+        ``GUARD_MAGNITUDES`` where that is acceptable and worth its branch over ``best_exact``; else None.
+
+        A form can be far better at ordinary inputs and lose only where an intermediate overflows
+        that the formula as written survives: the conjugate ``2c/((b + sqrt(b^2 - 4ac)) sqrt(b^2 - 4ac))``
+        of the quadratic root's derivative d/db is exact where ``-1 + b/sqrt(b^2 - 4ac)`` cancels,
+        and 0 where ``4ac`` overflows (|a c| > 1e308), where the form as written gives ``-1/(2a)``.
+        The branch keeps the formula as written there (as Herbie's regimes keep the input program
+        on the inputs where no candidate beats it; Panchekha et al. 2015, sec. 4.5)."""
+        big = sp.Max(*[sp.Abs(v) for v in self.vars]) if len(self.vars) > 1 else sp.Abs(self.vars[0])
+        for m in GUARD_MAGNITUDES:
+            cond = sp.StrictLessThan(big, sp.Float(m, 17))
+            pw = sp.Piecewise((c.expr, cond), (self.expr, True))
+            g = self.score(pw, c.history + (Step("regime_split", c.expr, pw, c.expr, pw, str(cond)),))
+            if g is not None and _worth_a_branch(g, best_exact) and self.acceptable(g):
+                return g
+        return None
 
     def _covering(self, best_exact: Cand):
         """The best parametric series where it converges and ``best_exact`` elsewhere, when the
