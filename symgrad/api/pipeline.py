@@ -28,6 +28,7 @@ from ..trace.trace import TracedProgram
 from ..transforms.higher import gradient_nodes
 from .build import build_kernel, kernel_header
 from .primal_pass import primal_rewrites
+from .primal_seeds import PrimalSeeds
 from .stabilize_pass import budget_of, stabilize_kernel
 from .transformations import scalar_output
 
@@ -209,6 +210,7 @@ def _stabilized(program, kind, wrt, kernel: KernelDef, header: list, stabilize) 
     derived = [o.node for o in kernel.outputs]
     notes = []
     if stabilize:
-        notes = stabilize_kernel(program.graph, kernel, budget_of(stabilize))
+        seeds = PrimalSeeds(program.graph, program.outputs, kind) if kind != "jit" else None
+        notes = stabilize_kernel(program.graph, kernel, budget_of(stabilize), seeds)
     n_ops = len(program.graph.ancestors([o.node for o in kernel.outputs]))
     return Build(program, kind, list(wrt), kernel, header + notes, notes, n_ops, derived)

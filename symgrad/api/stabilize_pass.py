@@ -11,6 +11,7 @@ changed, naming the region's leaves as the code names them (see :func:`node_refs
 """
 from __future__ import annotations
 
+import functools
 import os
 import re
 
@@ -21,6 +22,7 @@ from ..emit.names import NODE_REF
 from ..ir.from_sympy import from_sympy
 from ..ir.graph import Graph
 from ..ir.interpret import sympy_number
+from ..ir.sympy_funcs import strip_dd
 from ..ir.ops import REGISTRY
 from ..ir.ddprogram import OP_NAME as DD_REGION
 from ..stabilize.constants import exact_constants
@@ -49,6 +51,13 @@ OWN_SAMPLE_FRACTION = 0.25
 # 24-input regime split takes up to ~0.1 s at a 3 s budget.
 APPLY_SHARE = 0.05
 SAMPLE_COST_S = 5e-6
+# A derivative region its own search leaves inaccurate (above ACCURATE_MEAN_BITS on the mean in float64)
+# is searched again from the seeds of stabilize_kernel's ``seeds`` and the first search's form, when at
+# least MIN_SEEDED_S CPU seconds of its share are left; the seeds (the primal region's float64 search,
+# once per kernel) may spend PRIMAL_SHARE of what is left.  Tried before the search, the seeds took
+# budget from regions their own search repairs (the Bernoulli KL gradient lost its double-double step).
+PRIMAL_SHARE = 0.4
+MIN_SEEDED_S = 0.2
 
 
 def _own_sample_cost(expr, variables, n_points: int = 256, dtypes: int = 2) -> float:
@@ -278,7 +287,7 @@ def _candidates(g: Graph, roots: list[int], names: dict, header: list[str], dead
     return out
 
 
-def stabilize_kernel(g: Graph, kernel: KernelDef, budget_s: float | None = None) -> list[str]:
+def stabilize_kernel(g: Graph, kernel: KernelDef, budget_s: float | None = None, seeds=None) -> list[str]:
     """Rewrite ``kernel``'s elementwise regions into stable forms in place; return header lines.
 
     The whole kernel gets one budget of ``budget_s`` CPU seconds (default
@@ -297,6 +306,9 @@ def stabilize_kernel(g: Graph, kernel: KernelDef, budget_s: float | None = None)
     forms (which are what an unstabilised kernel computes).  Where a region's regime split gains
     in one dtype only (:mod:`symgrad.stabilize.dtype_regimes`), ``kernel.outputs`` hold the float64
     core's nodes and ``kernel.dtype_nodes`` the other dtype's (see ``KernelDef.outputs_for``).
+    ``seeds``: optional ``seeds(expr, budget_s) -> [form]``, forms equal to a region (a derivative
+    kernel's :class:`.primal_seeds.PrimalSeeds`): a region its own search leaves inaccurate is
+    searched again from them and from the first search's form, in what is left of its share.
     """
     budget_s = DEFAULT_BUDGET_S if budget_s is None else budget_s
     from ..stabilize import stabilize
@@ -347,10 +359,16 @@ def stabilize_kernel(g: Graph, kernel: KernelDef, budget_s: float | None = None)
                 left -= 1
                 shared = tri is not None and cost[i] > OWN_SAMPLE_FRACTION * share
                 n_points = 256 if shared else _own_sample_size(expr, variables, OWN_SAMPLE_FRACTION * share)
-                res = stabilize(expr, variables, budget_s=share - (cpu_clock() - t_share), n_points=n_points,
-                                widen_float32=root in names and _scalar_cores(kernel),
-                                samples=tri.samples(i) if shared else None,
-                                check=(lambda i=i: tri.check_samples(i)) if shared else None)
+                search = functools.partial(stabilize, expr, variables, n_points=n_points,
+                                           widen_float32=root in names and _scalar_cores(kernel),
+                                           samples=tri.samples(i) if shared else None,
+                                           check=(lambda i=i: tri.check_samples(i)) if shared else None)
+                res = search(budget_s=share - (cpu_clock() - t_share))
+                if seeds is not None and res.bits.get("float64", (0.0,) * 4)[2] > ACCURATE_MEAN_BITS \
+                        and share - (cpu_clock() - t_share) > MIN_SEEDED_S:
+                    forms = seeds(expr, PRIMAL_SHARE * (share - (cpu_clock() - t_share)))
+                    if forms and share - (cpu_clock() - t_share) > 0:  # the first search's form is a seed too
+                        res = search(budget_s=share - (cpu_clock() - t_share), seeds=[strip_dd(res.expr), *forms])
             except NotImplementedError as exc:  # an op the error model cannot sample: keep the derived form
                 if root in names:
                     header.append(f"stabilize: {name} kept as derived ({exc})")
