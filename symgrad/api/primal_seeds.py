@@ -86,7 +86,12 @@ class PrimalSeeds:
             orders = [(v,) for v in inputs]
             if self.order == 2:
                 orders = [(v, w) for i, v in enumerate(inputs) for w in inputs[i:]]
-            matching = [wrt for wrt in orders if _same_values(expr, sp.diff(primal, *wrt), inputs)]
+            try:
+                matching = [wrt for wrt in orders if _same_values(expr, sp.diff(primal, *wrt), inputs)]
+            except StabilizeBudgetExceeded:
+                raise
+            except Exception:  # noqa: BLE001 - an op mpmath cannot evaluate here: no seeds, the region's result stands
+                continue
             if not matching:
                 continue
             stable = self._stable_form(primal, inputs, budget_s)
@@ -107,6 +112,8 @@ class PrimalSeeds:
             except StabilizeBudgetExceeded:
                 if deadline_passed():
                     raise
+                form = primal
+            except NotImplementedError:  # an op the sampler cannot evaluate: no seeds from this region
                 form = primal
             self._stable[primal] = None if form == primal else form
         return self._stable[primal]

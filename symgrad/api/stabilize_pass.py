@@ -52,12 +52,16 @@ OWN_SAMPLE_FRACTION = 0.25
 APPLY_SHARE = 0.05
 SAMPLE_COST_S = 5e-6
 # A derivative region its own search leaves inaccurate (above ACCURATE_MEAN_BITS on the mean in float64)
-# is searched again from the seeds of stabilize_kernel's ``seeds`` and the first search's form, when at
-# least MIN_SEEDED_S CPU seconds of its share are left; the seeds (the primal region's float64 search,
-# once per kernel) may spend PRIMAL_SHARE of what is left.  Tried before the search, the seeds took
-# budget from regions their own search repairs (the Bernoulli KL gradient lost its double-double step).
+# is searched again, shortly (SEEDED_WORK units: the seeds ranked, split and checked with the first
+# search's form), from the seeds of stabilize_kernel's ``seeds``, when at least MIN_SEEDED_S CPU seconds
+# of its share are left, and that result is kept when it is better by MIN_SEED_GAIN bits on the mean
+# (see _seeded); the primal region's search that makes the seeds (once per kernel) may spend
+# PRIMAL_SHARE of what is left.  Tried before the region's own search, the seeds took time from regions
+# that search repairs with all of it (the Bernoulli KL gradient lost its double-double step, GELU'' its form).
 PRIMAL_SHARE = 0.4
 MIN_SEEDED_S = 0.2
+SEEDED_WORK = 100
+MIN_SEED_GAIN = 0.1
 
 
 def _own_sample_cost(expr, variables, n_points: int = 256, dtypes: int = 2) -> float:
@@ -308,7 +312,7 @@ def stabilize_kernel(g: Graph, kernel: KernelDef, budget_s: float | None = None,
     core's nodes and ``kernel.dtype_nodes`` the other dtype's (see ``KernelDef.outputs_for``).
     ``seeds``: optional ``seeds(expr, budget_s) -> [form]``, forms equal to a region (a derivative
     kernel's :class:`.primal_seeds.PrimalSeeds`): a region its own search leaves inaccurate is
-    searched again from them and from the first search's form, in what is left of its share.
+    searched again, shortly, from them and the first search's form, in what is left of its share.
     """
     budget_s = DEFAULT_BUDGET_S if budget_s is None else budget_s
     from ..stabilize import stabilize
@@ -364,11 +368,9 @@ def stabilize_kernel(g: Graph, kernel: KernelDef, budget_s: float | None = None,
                                            samples=tri.samples(i) if shared else None,
                                            check=(lambda i=i: tri.check_samples(i)) if shared else None)
                 res = search(budget_s=share - (cpu_clock() - t_share))
-                if seeds is not None and res.bits.get("float64", (0.0,) * 4)[2] > ACCURATE_MEAN_BITS \
-                        and share - (cpu_clock() - t_share) > MIN_SEEDED_S:
-                    forms = seeds(expr, PRIMAL_SHARE * (share - (cpu_clock() - t_share)))
-                    if forms and share - (cpu_clock() - t_share) > 0:  # the first search's form is a seed too
-                        res = search(budget_s=share - (cpu_clock() - t_share), seeds=[strip_dd(res.expr), *forms])
+                if seeds is not None and share - (cpu_clock() - t_share) > MIN_SEEDED_S:
+                    res = _seeded(res, search, seeds, expr, variables, t_share + share,
+                                  tri.samples(i).get("float64") if shared else None, n_points)
             except NotImplementedError as exc:  # an op the error model cannot sample: keep the derived form
                 if root in names:
                     header.append(f"stabilize: {name} kept as derived ({exc})")
@@ -410,6 +412,30 @@ def stabilize_kernel(g: Graph, kernel: KernelDef, budget_s: float | None = None,
         if kernel.dtype_nodes[dt] == [o.node for o in kernel.outputs]:
             del kernel.dtype_nodes[dt]
     return header
+
+
+def _seeded(res, search, seeds, expr, variables, end: float, sample, n_points: int):
+    """``res``, or the result of a short search (``SEEDED_WORK`` units) from ``seeds``' forms and
+    ``res``'s form when ``res`` leaves the region above ``ACCURATE_MEAN_BITS`` on the float64
+    search sample (``sample``, else the region's own ``n_points``) and that result is better there by
+    ``MIN_SEED_GAIN`` bits; ``end``: the CPU time the region's share ends at."""
+    from ..stabilize.accuracy import make_sample, point_bits
+
+    try:
+        sample = sample if sample is not None else make_sample(expr, variables, "float64", n=n_points)
+        if not len(sample.X):
+            return res
+        before = float(point_bits(res.form("float64"), variables, sample).mean())
+        if before <= ACCURATE_MEAN_BITS:
+            return res
+        forms = seeds(expr, PRIMAL_SHARE * (end - cpu_clock()))
+        if not forms or end - cpu_clock() <= 0:
+            return res
+        again = search(budget_s=end - cpu_clock(), work=SEEDED_WORK, seeds=[strip_dd(res.expr), *forms])
+        after = float(point_bits(again.form("float64"), variables, sample).mean())
+    except (StabilizeBudgetExceeded, NotImplementedError):  # the first search's result stands
+        return res
+    return again if after < before - MIN_SEED_GAIN else res
 
 
 def _needs_search(expr, variables) -> bool:
