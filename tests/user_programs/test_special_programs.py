@@ -1,0 +1,94 @@
+"""scipy.special functions users reach for in models, and the NumPy aliases they spell, as found
+by the session-23 sweep: each value and derivative against mpmath (or SciPy for values).
+
+References are mpmath at 40 digits (``mpmath.diff`` of the defining formula), so a test checks
+the mathematics, not another AD system's rounding (JAX's derivative of ``expm1(l*log x)/l`` in
+``l`` near 0 cancels just as the formula does)."""
+import math
+
+import mpmath as mp
+import numpy as np
+import pytest
+import scipy.special as sp
+
+import symgrad as sg
+
+
+def _mp_derivs(fn, x, n=2):
+    """``fn`` and its first ``n`` derivatives at ``x``, with 40 digits."""
+    with mp.workdps(40):
+        x = mp.mpf(x)
+        return [float(fn(x))] + [float(mp.diff(fn, x, k)) for k in range(1, n + 1)]
+
+
+def _assert_derivs(f, xs, ref, rtol=1e-13):
+    """``jit(f)``, ``grad(f)`` and ``grad(grad(f))`` elementwise on ``xs`` against ``ref``."""
+    xs = np.asarray(xs, dtype=np.float64)
+    got = [sg.jit(f)(xs), sg.grad(f)(xs), sg.grad(sg.grad(f))(xs)]
+    for i, x in enumerate(xs):
+        for k, expected in enumerate(_mp_derivs(ref, x)):
+            assert got[k][i] == pytest.approx(expected, rel=rtol, abs=1e-300), (k, x)
+
+
+def test_np_degrees_and_radians_trace_like_rad2deg_and_deg2rad():
+    """np.degrees / np.radians are ufuncs of their own (not the rad2deg / deg2rad objects)."""
+    x = np.array([0.5, -2.0])
+    assert sg.jit(lambda x: np.degrees(x) - 2.0 * np.radians(x))(x) == pytest.approx(
+        np.degrees(x) - 2 * np.radians(x))
+    assert sg.grad(lambda x: np.degrees(x) - 2.0 * np.radians(x))(x) == pytest.approx(
+        np.full(2, 180 / math.pi - math.pi / 90), rel=1e-15)
+
+
+def test_pseudo_huber_loss_gradient_and_curvature_in_the_residual():
+    """A robust regression loss: d/dr = r / sqrt(1 + (r/delta)**2), and curvature 1 at r = 0
+    (a branch for r == 0 would give 0 there)."""
+    ref = lambda r: mp.mpf(1.5) ** 2 * (mp.sqrt(1 + (r / mp.mpf(1.5)) ** 2) - 1)
+    _assert_derivs(lambda r: sp.pseudo_huber(1.5, r), [-3.0, -1e-5, 0.0, 0.2, 2.0], ref)
+    r = np.array([-1e-5, 0.0, 1e6, 1e200])
+    np.testing.assert_allclose(sg.jit(lambda r: sp.pseudo_huber(1.5, r))(r), [_mp_derivs(ref, x, 0)[0] for x in r],
+                               rtol=1e-14)
+    # far in the tail the slope is delta * sign(r) (r**2 does not overflow)
+    np.testing.assert_allclose(sg.grad(lambda r: sp.pseudo_huber(1.5, r))(r),
+                               [_mp_derivs(ref, x, 1)[1] for x in r[:3]] + [1.5], rtol=1e-14)
+
+
+def test_pseudo_huber_in_delta_and_its_conventions():
+    """d/d delta = delta t**4 / ((h + 1)**2 h): no cancellation at delta >> r; SciPy's inf for
+    delta < 0 and 0 for delta == 0."""
+    ref = lambda d: d ** 2 * (mp.sqrt(1 + (mp.mpf(0.7) / d) ** 2) - 1)
+    _assert_derivs(lambda d: sp.pseudo_huber(d, 0.7), [1e-3, 0.5, 2.0, 1e5], ref)
+    d, r = np.array([0.0, 0.0, -1.0]), np.array([0.0, 2.0, 1.0])
+    np.testing.assert_array_equal(sg.jit(lambda d, r: sp.pseudo_huber(d, r))(d, r), sp.pseudo_huber(d, r))
+
+
+def test_boxcox_in_lambda_near_zero_and_in_x():
+    """The Box-Cox likelihood is fitted in lambda, often from lambda = 0: d/dlambda there is
+    log(x)**2/2 and the second derivative log(x)**3/3 (expm1(l log x)/l as written cancels)."""
+    L = mp.log(3)
+    ref = lambda l: L * sum((l * L) ** k / mp.factorial(k + 1) for k in range(40))
+    _assert_derivs(lambda l: sp.boxcox(3.0, l), [-0.7, -0.09, 1e-8, 0.0, 0.05, 0.5, 2.0], ref, rtol=1e-12)
+    _assert_derivs(lambda x: sp.boxcox(x, 0.5), [0.1, 1.0, 3.0], lambda x: (mp.sqrt(x) - 1) / 0.5)
+    _assert_derivs(lambda x: sp.boxcox1p(x, -0.3), [-0.5, 1e-9, 2.0],
+                   lambda x: mp.expm1(-0.3 * mp.log1p(x)) / -0.3)
+    x = np.array([0.5, 3.0, 40.0])
+    np.testing.assert_allclose(sg.jit(lambda x: sp.boxcox(x, 0.0) + sp.boxcox(x, 1e-3))(x),
+                               sp.boxcox(x, 0.0) + sp.boxcox(x, 1e-3), rtol=1e-15)
+
+
+@pytest.mark.parametrize("name, f, ref, xs", [
+    ("expm1", lambda x: sp.expm1(x), mp.expm1, [-40.0, 1e-10, 0.5]),
+    ("log1p", lambda x: sp.log1p(x), mp.log1p, [-0.5, 1e-10, 3.0]),
+    ("exp2", lambda x: sp.exp2(x), lambda x: mp.power(2, x), [-3.5, 0.0, 10.25]),
+    ("exp10", lambda x: sp.exp10(x), lambda x: mp.power(10, x), [-300.0, -2.5, 0.0, 1.3, 300.0]),
+    ("cosm1", lambda x: sp.cosm1(x), lambda x: mp.cos(x) - 1, [-3.0, 1e-8, 0.0, 0.5, 100.0]),
+])
+def test_scipy_special_elementary_ufuncs(name, f, ref, xs):
+    """scipy.special's own expm1/log1p/exp2/exp10/cosm1 trace like NumPy's (cosm1 near 0 to full
+    precision, exp10 as pow(10, x): exp(x ln 10) would carry the rounding of x ln 10)."""
+    _assert_derivs(f, xs, ref)
+
+
+def test_private_scipy_ufunc_is_named_by_its_public_function():
+    """scipy.special.zeta calls the private ufunc _zeta: the refusal names zeta."""
+    with pytest.raises(sg.UnsupportedOperationError, match=r"scipy\.special\.zeta"):
+        sg.grad(lambda x: sp.zeta(x, 1.0))(3.0)
