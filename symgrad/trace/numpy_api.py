@@ -152,6 +152,7 @@ _SCIPY_PYTHON_FUNCTIONS = {
     "logsumexp": "np.logaddexp.reduce(x, axis=...) (a fold of the stable logaddexp)",
     "softmax": "np.exp(x - np.logaddexp.reduce(x, axis=..., keepdims=True))",
     "log_softmax": "x - np.logaddexp.reduce(x, axis=..., keepdims=True)",
+    "multigammaln": "d * (d - 1) / 4 * np.log(np.pi) + sum(gammaln(a - j / 2) for j in range(d))",
 }
 
 

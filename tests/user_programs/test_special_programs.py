@@ -92,3 +92,40 @@ def test_private_scipy_ufunc_is_named_by_its_public_function():
     """scipy.special.zeta calls the private ufunc _zeta: the refusal names zeta."""
     with pytest.raises(sg.UnsupportedOperationError, match=r"scipy\.special\.zeta"):
         sg.grad(lambda x: sp.zeta(x, 1.0))(3.0)
+
+
+def wishart_logpdf(nu, X, V):
+    """The Wishart log-density as a user writes it (Bishop, PRML eq. B.78), normaliser by multigammaln."""
+    p = X.shape[0]
+    _, ld_x = np.linalg.slogdet(X)
+    _, ld_v = np.linalg.slogdet(V)
+    return ((nu - p - 1) / 2 * ld_x - np.trace(np.linalg.solve(V, X)) / 2 - nu * p / 2 * np.log(2.0)
+            - nu / 2 * ld_v - sp.multigammaln(nu / 2, p))
+
+
+def test_wishart_logpdf_through_multigammaln_value_and_score_in_nu():
+    """scipy.special.multigammaln is a Python function that checks its argument's values; symgrad
+    intercepts it (sum of gammaln(a - j/2)).  Value vs scipy.stats.wishart, d/dnu and d2/dnu2 vs
+    the closed forms with digamma / polygamma."""
+    from scipy import stats
+
+    X = np.array([[2.0, 0.3, 0.1], [0.3, 1.5, -0.2], [0.1, -0.2, 1.0]])
+    V = 0.8 * np.eye(3)
+    nu, p = 5.0, 3
+    assert sg.jit(wishart_logpdf)(nu, X, V) == pytest.approx(stats.wishart(nu, V).logpdf(X), rel=1e-13)
+    half = nu / 2 - np.arange(p) / 2
+    score = (np.linalg.slogdet(X)[1] - p * np.log(2.0) - np.linalg.slogdet(V)[1] - np.sum(sp.digamma(half))) / 2
+    assert sg.grad(wishart_logpdf)(nu, X, V) == pytest.approx(score, rel=1e-13)
+    assert sg.grad(sg.grad(wishart_logpdf))(nu, X, V) == pytest.approx(-np.sum(sp.polygamma(1, half)) / 4, rel=1e-13)
+
+
+def test_multigammaln_elementwise_and_its_refusals():
+    a = np.array([2.0, 3.5, 10.0])
+    np.testing.assert_allclose(sg.jit(lambda a: sp.multigammaln(a, 4))(a), sp.multigammaln(a, 4), rtol=1e-14)
+    np.testing.assert_allclose(sg.grad(lambda a: sp.multigammaln(a, 4))(a),
+                               [np.sum(sp.digamma(x - np.arange(4) / 2)) for x in a], rtol=1e-14)
+    assert sp.multigammaln(3.0, 2) == pytest.approx(np.log(np.pi) / 2 + sp.gammaln(3.0) + sp.gammaln(2.5))  # SciPy's
+    with pytest.raises(TypeError, match="traced dimension d"):
+        sg.grad(lambda a: sp.multigammaln(a, a))(3.0)
+    with pytest.raises(ValueError, match="positive integer dimension d; got 2.5"):
+        sg.grad(lambda a: sp.multigammaln(a, 2.5))(3.0)
