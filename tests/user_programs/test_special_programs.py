@@ -103,6 +103,7 @@ def wishart_logpdf(nu, X, V):
             - nu / 2 * ld_v - sp.multigammaln(nu / 2, p))
 
 
+@pytest.mark.slow  # 10 s: slogdet and solve kernels
 def test_wishart_logpdf_through_multigammaln_value_and_score_in_nu():
     """scipy.special.multigammaln is a Python function that checks its argument's values; symgrad
     intercepts it (sum of gammaln(a - j/2)).  Value vs scipy.stats.wishart, d/dnu and d2/dnu2 vs
@@ -129,3 +130,47 @@ def test_multigammaln_elementwise_and_its_refusals():
         sg.grad(lambda a: sp.multigammaln(a, a))(3.0)
     with pytest.raises(ValueError, match="positive integer dimension d; got 2.5"):
         sg.grad(lambda a: sp.multigammaln(a, 2.5))(3.0)
+
+
+def test_beta_binomial_score_at_large_counts_has_no_cancellation():
+    """d/da betaln(a, b) = digamma(a) - digamma(a + b) cancels to 7e-10 relative at a = 1e6 as
+    written (and to 1e-5 at a = 1e10); symgrad's rule computes it without the subtraction.
+    References: mpmath's digamma and trigamma at 40 digits."""
+    pts = [(1e-5, 2.5), (3.0, 2.5), (100.0, 2.5), (1e6, 2.5), (1e10, 0.3), (5.0, 1e-8), (0.3, 1e12), (1e6, 1e6)]
+    a, b = np.array(pts).T
+    f = lambda a, b: sp.betaln(a, b)
+    ga, gb = sg.grad(f, argnums=(0, 1))(a, b)
+    haa = sg.grad(sg.grad(f, argnums=0), argnums=0)(a, b)
+    hab = sg.grad(sg.grad(f, argnums=0), argnums=1)(a, b)
+    with mp.workdps(40):
+        for i, (x, y) in enumerate(pts):
+            x, y = mp.mpf(x), mp.mpf(y)
+            assert ga[i] == pytest.approx(float(mp.digamma(x) - mp.digamma(x + y)), rel=1e-14), pts[i]
+            assert gb[i] == pytest.approx(float(mp.digamma(y) - mp.digamma(x + y)), rel=1e-14), pts[i]
+            assert haa[i] == pytest.approx(float(mp.psi(1, x) - mp.psi(1, x + y)), rel=1e-14), pts[i]
+            assert hab[i] == pytest.approx(float(-mp.psi(1, x + y)), rel=1e-14), pts[i]
+    # negative arguments (SciPy's log|B|) keep the difference as written
+    assert sg.grad(f)(-0.5, 2.2) == pytest.approx(sp.digamma(-0.5) - sp.digamma(1.7), rel=1e-14)
+
+
+def test_hessian_through_gammaln_of_a_sum_builds():
+    """The Hessian of gammaln(a + b) holds polygamma(1, a + b); the stabiliser samples a + b over
+    all floats, and SciPy's polygamma steps up one unit at a time from a negative argument (and
+    the kernels' did too, forever beyond 2**53): this build hung for hours.  Both now reflect
+    (DLMF 5.15.6) below -20."""
+    h = sg.grad(sg.grad(lambda a, b: sp.gammaln(a + b)))(np.array([4.5, 7.0]), 2.0)
+    np.testing.assert_allclose(h, sp.polygamma(1, np.array([6.5, 9.0])), rtol=1e-14)
+
+
+def test_trigamma_and_tetragamma_kernels_at_large_negative_arguments():
+    x = np.array([-25.3, -20.5, -1e10 - 0.5, -1e14 - 0.25])
+    d2 = sg.grad(sg.grad(lambda x: sp.gammaln(x)))(x)
+    d3 = sg.grad(sg.grad(sg.grad(lambda x: sp.gammaln(x))))(x)
+    with mp.workdps(30):
+        assert d2[0] == pytest.approx(float(mp.polygamma(1, mp.mpf(-25.3))), rel=1e-14)
+        assert d3[0] == pytest.approx(float(mp.polygamma(2, mp.mpf(-25.3))), rel=1e-14)
+        assert d3[1] == pytest.approx(float(mp.polygamma(2, mp.mpf(-20.5))), rel=1e-14)
+    # reflection: psi_1(x) = pi**2 / sin(pi x)**2 - psi_1(1 - x); psi_2(x) = psi_2(1 - x) - 2 pi**3 cot / sin**2
+    assert d2[2] == pytest.approx(math.pi ** 2 - sp.polygamma(1, 1e10 + 1.5), rel=1e-15)
+    assert d3[2] == pytest.approx(sp.polygamma(2, 1e10 + 1.5), rel=1e-12)
+    assert d2[3] == pytest.approx(2 * math.pi ** 2 - sp.polygamma(1, 1e14 + 1.25), rel=1e-14)
