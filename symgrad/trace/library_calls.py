@@ -1,9 +1,9 @@
 """Calls of ``scipy.special``'s Python functions with traced arguments, sent to symgrad's builders.
 
 NumPy hands traced values to symgrad through ``__array_ufunc__``/``__array_function__``, which
-covers the ufuncs of ``scipy.special`` too.  ``logsumexp``, ``softmax``, ``log_softmax`` and
-``polygamma`` are Python functions instead: they convert their arguments with ``asarray`` and
-branch on values (SciPy's array-API dispatch, which could hand them to another namespace, is
+covers the ufuncs of ``scipy.special`` too.  ``logsumexp``, ``softmax``, ``log_softmax``,
+``polygamma`` and ``multigammaln`` are Python functions instead: they convert their arguments with
+``asarray`` and branch on values (SciPy's array-API dispatch, which could hand them to another namespace, is
 off unless ``SCIPY_ARRAY_API=1`` is set before SciPy is imported), so they cannot run on a
 :class:`~symgrad.trace.tracer.Tracer`.
 
@@ -98,7 +98,11 @@ def polygamma(n, x):
     return _symgrad_dispatch("scipy.special.polygamma", n=n, x=x)
 
 
-_FORWARDERS = (logsumexp, softmax, log_softmax, polygamma)
+def multigammaln(a, d):
+    return _symgrad_dispatch("scipy.special.multigammaln", a=a, d=d)
+
+
+_FORWARDERS = (logsumexp, softmax, log_softmax, polygamma, multigammaln)
 
 
 def _has_traced(value) -> bool:

@@ -68,6 +68,8 @@ _COMPOSITE = {
     np.reciprocal: lambda c, x: c.apply("div", 1.0, x),
     np.deg2rad: lambda c, x: c.apply("mul", math.pi / 180.0, x),
     np.rad2deg: lambda c, x: c.apply("mul", 180.0 / math.pi, x),
+    np.radians: lambda c, x: c.apply("mul", math.pi / 180.0, x),  # NumPy's aliases, separate ufunc objects
+    np.degrees: lambda c, x: c.apply("mul", 180.0 / math.pi, x),
     np.fmax: _fmax_fmin("maximum"),
     np.fmin: _fmax_fmin("minimum"),
     # log2(2**a + 2**b) = logaddexp(a ln 2, b ln 2) / ln 2: the stable logaddexp, in base 2
@@ -76,9 +78,54 @@ _COMPOSITE = {
 }
 
 
+def _pseudo_huber(c, delta, r):
+    """SciPy's ``pseudo_huber(delta, r) = delta**2 (sqrt(1 + (r/delta)**2) - 1)`` (inf for delta < 0,
+    0 for delta == 0), written ``r (r / (1 + hypot(1, r/delta)))``: no cancellation for |r| << delta,
+    no overflow of r**2 for |r| >> delta, and its partials in r and delta are products and quotients
+    without cancellation (as written, d/d delta cancels to 1e-5 relative at delta/r = 1e5).  The
+    second derivative in r, (1 + t**2)**-1.5 with t = r/delta, is the difference 1/h - t**2/h**3 of
+    the product rule: within 1e-16/|t| absolutely, not relatively, for |t| >> 1 (as in JAX).
+    Reference: Charbonnier et al. (1997); SciPy's ``_convex_analysis.pxd``."""
+    h = c.apply("hypot", 1.0, c.apply("div", r, delta))
+    value = c.apply("mul", r, c.apply("div", r, c.apply("add", 1.0, h)))
+    return c.apply("where", c.apply("lt", delta, 0.0), math.inf,
+                   c.apply("where", c.apply("eq", delta, 0.0), 0.0, value))
+
+
+_BOXCOX_SERIES_U = 0.1  # |lmbda * log(x)| below this: the series, 1/15! * 0.1**14 below an ulp
+
+
+def _boxcox(log_fn):
+    """SciPy's ``boxcox(x, lmbda)`` (``log_fn`` "log") or ``boxcox1p`` ("log1p"):
+    ``expm1(u) / lmbda`` with ``u = lmbda * L``, ``L = log(x)`` (or ``log1p(x)``); ``L`` at lmbda = 0.
+    Where ``|u| < 0.1`` it is ``L * sum(u**k / (k + 1)!, k < 14)`` instead: the same value to
+    rounding, while the derivatives in lmbda of ``expm1(u) / lmbda`` cancel there (2e-8 relative
+    in the first at lmbda = 1e-8, and the second is 2.0 instead of L**3/3; JAX differentiates the
+    quotient and cancels the same way).  Reference: Box & Cox (1964); SciPy's ``_boxcox.pxd``."""
+    def build(c, x, lmbda):
+        L = c.apply(log_fn, x)
+        u = c.apply("mul", lmbda, L)
+        series = 1.0 / math.factorial(14)
+        for k in range(13, 0, -1):  # Horner: 1/1! + u (1/2! + u (1/3! + ...))
+            series = c.apply("add", 1.0 / math.factorial(k), c.apply("mul", u, series))
+        small = c.apply("lt", c.apply("abs", u), _BOXCOX_SERIES_U)
+        return c.apply("where", small, c.apply("mul", L, series), c.apply("div", c.apply("expm1", u), lmbda))
+    return build
+
+
 # scipy.special ufuncs written exactly with primitives (by name: scipy is imported only by the user)
 _SCIPY_COMPOSITE = {
     "log_expit": lambda c, x: c.apply("neg", c.apply("softplus", c.apply("neg", x))),  # -log(1 + e^-x)
+    "expm1": lambda c, x: c.apply("expm1", x),
+    "log1p": lambda c, x: c.apply("log1p", x),
+    "exp2": lambda c, x: c.apply("exp2", x),
+    "exp10": lambda c, x: c.apply("pow", 10.0, x),
+    # cos(x) - 1 = -2 sin(x/2)**2: no cancellation near 0 (x/2 is exact)
+    "cosm1": lambda c, x: c.apply("mul", -2.0, c.apply("mul", c.apply("sin", c.apply("mul", 0.5, x)),
+                                                          c.apply("sin", c.apply("mul", 0.5, x)))),
+    "pseudo_huber": _pseudo_huber,
+    "boxcox": _boxcox("log"),
+    "boxcox1p": _boxcox("log1p"),
 }
 
 
@@ -88,6 +135,16 @@ def _scipy_special_name(ufunc) -> str | None:
     return name if mod is not None and getattr(mod, name, None) is ufunc else None
 
 
+def _scipy_public_name(ufunc) -> str | None:
+    """``"zeta"`` for scipy.special's private ufunc ``_zeta`` when scipy.special has a public
+    ``zeta`` (a Python wrapper that calls it), else None."""
+    mod = sys.modules.get("scipy.special")
+    name = getattr(ufunc, "__name__", "")
+    if mod is None or not name.startswith("_") or name.startswith("__"):
+        return None
+    return name[1:] if callable(getattr(mod, name[1:], None)) else None
+
+
 # scipy.special functions that are not ufuncs and branch on values inside: what to write instead
 # if SciPy's own code meets a traced value (symgrad.trace.library_calls intercepts them first;
 # this is the refusal for a SciPy version whose functions it could not intercept)
@@ -95,6 +152,7 @@ _SCIPY_PYTHON_FUNCTIONS = {
     "logsumexp": "np.logaddexp.reduce(x, axis=...) (a fold of the stable logaddexp)",
     "softmax": "np.exp(x - np.logaddexp.reduce(x, axis=..., keepdims=True))",
     "log_softmax": "x - np.logaddexp.reduce(x, axis=..., keepdims=True)",
+    "multigammaln": "d * (d - 1) / 4 * np.log(np.pi) + sum(gammaln(a - j / 2) for j in range(d))",
 }
 
 
@@ -155,6 +213,9 @@ def apply_ufunc(ctx: TraceContext, ufunc, method: str, inputs, kwargs):
         raise _unsupported("ufunc", ufunc.__name__)
     if scipy_name is not None:
         raise _unsupported("ufunc", scipy_name, where="scipy.special.")
+    public = _scipy_public_name(ufunc)
+    if public is not None:  # scipy.special.zeta, lambertw, ...: Python wrappers of a private ufunc
+        raise _unsupported("function", f"{public} (its ufunc {ufunc.__name__})", where="scipy.special.")
     raise _unsupported("ufunc", f"{ufunc.__name__} (from outside numpy, e.g. scipy.special)", where="")
 
 

@@ -1,4 +1,5 @@
-"""``scipy.special``'s Python functions while tracing: logsumexp, softmax, log_softmax, polygamma.
+"""``scipy.special``'s Python functions while tracing: logsumexp, softmax, log_softmax, polygamma,
+multigammaln.
 
 SciPy's own implementations of these are Python code that branches on values, so they cannot
 run on traced values; :mod:`.library_calls` sends calls with traced arguments here instead
@@ -34,7 +35,7 @@ from ..errors import format_error, user_location
 from . import numpy_core as core
 from .tracer import Tracer
 
-__all__ = ["FUNCTIONS", "logsumexp", "softmax", "log_softmax", "polygamma"]
+__all__ = ["FUNCTIONS", "logsumexp", "softmax", "log_softmax", "polygamma", "multigammaln"]
 
 
 def _bool_flag(func: str, name: str, value) -> bool:
@@ -246,5 +247,38 @@ def _polygamma(ctx, n: int, x):
     return ctx.apply("digamma", x) if n == 0 else ctx.apply("polygamma", float(n), x)
 
 
+def multigammaln(ctx, a, d):
+    """``scipy.special.multigammaln(a, d)``: log of the multivariate gamma function of dimension d,
+    ``d (d - 1)/4 log(pi) + sum(gammaln(a - j/2), j < d)`` (the Wishart and matrix-t
+    normalisers).  Elementwise in ``a``; its derivative is ``sum(digamma(a - j/2))``.
+
+    SciPy raises ValueError where ``a <= (d - 1)/2``; a traced ``a`` has no value to check, so
+    there, as in ``jax.scipy.special.multigammaln``, the sum is returned (of ``log|Gamma|``).
+
+    Raises:
+      TypeError: ``d`` is traced (the dimension is an integer).
+      ValueError: ``d`` is not a positive integer (SciPy's check).
+    Reference: Muirhead (1982), Aspects of Multivariate Statistical Theory, Theorem 2.1.12.
+    """
+    if isinstance(d, Tracer):
+        raise TypeError(format_error(
+            "scipy.special.multigammaln(a, d) with a traced dimension d", "the dimension is an integer: "
+            "multigammaln has no derivative in d", "pass d as a constant int (e.g. multigammaln(a, 3))",
+            user_location(3)))
+    dim = np.asarray(d)[()]
+    if not np.isscalar(dim) or isinstance(dim, (bool, np.bool_)) or not np.isfinite(dim) or dim != np.floor(dim) \
+            or dim < 1:
+        raise ValueError(format_error(
+            f"scipy.special.multigammaln(a, d) needs a positive integer dimension d; got {d!r:.60}",
+            "SciPy raises ValueError for it too", "pass d = 1, 2, 3, ...", user_location(3)))
+    dim = int(dim)
+    total = None
+    for j in range(dim):
+        term = ctx.apply("gammaln", core.as_tracer(ctx, a) if j == 0 else ctx.apply("sub", a, 0.5 * j))
+        total = term if total is None else ctx.apply("add", total, term)
+    return ctx.apply("add", total, dim * (dim - 1) * 0.25 * float(np.log(np.pi)))
+
+
 # scipy.special name -> builder; symgrad.trace.library_calls intercepts these functions
-FUNCTIONS = {"logsumexp": logsumexp, "softmax": softmax, "log_softmax": log_softmax, "polygamma": polygamma}
+FUNCTIONS = {"logsumexp": logsumexp, "softmax": softmax, "log_softmax": log_softmax, "polygamma": polygamma,
+             "multigammaln": multigammaln}

@@ -339,7 +339,34 @@ digamma = special_function("digamma", 1, _gamma_family(mpmath.digamma), lambda x
 _special("digamma", 1, _scipy("psi"), digamma, lambda out, x: (_const(x, 1.0).polygamma(x),),
          mpmath=digamma._mp, ufuncs=("scipy.special.psi", "scipy.special.digamma"), cython="psi",
          ref="DLMF 5.15.1: digamma' = polygamma(1, x)")
-_special("polygamma", 2, lambda n, x: _scipy("polygamma")(n, x), polygamma,
+def _np_polygamma(n, x):
+    """NumPy facet of polygamma: SciPy's, except below x = -20 (n >= 1), where the reflection
+    DLMF 5.15.6 is taken as in the kernels' ``_polygamma`` (symgrad/emit/prelude.py): SciPy's
+    Hurwitz zeta steps up from x one unit at a time (5 s at x = -2.5e8, and the stabiliser
+    samples every float: ``grad(grad(lambda a, b: gammaln(a + b)))`` hung in it)."""
+    import scipy.special
+
+    n, x = np.broadcast_arrays(np.asarray(n, dtype=np.float64), np.asarray(x, dtype=np.float64))
+    far = (x < -20.0) & (x != np.floor(x)) & (n >= 1) & (n == np.floor(n))
+    out = np.array(scipy.special.polygamma(n, np.where(far, 0.5, x)), dtype=np.float64)
+    for m in np.unique(n[far]).astype(int):
+        sel = far & (n == m)
+        coef = np.zeros(m + 3)
+        coef[1] = 1.0  # P_0(c) = c; P_(k+1)(c) = -(1 + c**2) P_k'(c), the derivatives of cot
+        for _ in range(m):
+            coef = -(np.append(coef[1:], 0.0) * np.arange(1, m + 4)
+                     + np.insert(coef[:-1], 0, 0.0) * np.arange(-1, m + 2))
+        xs = x[sel]
+        with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+            r = xs - np.floor(xs + 0.5)  # exact, in [-1/2, 1/2]; cot(pi r) = tan(pi (1/2 - |r|)) sign(r)
+            c = np.where(np.abs(r) > 0.25, np.sign(r) * np.tan(np.pi * (0.5 - np.abs(r))),
+                         1.0 / np.tan(np.pi * r))
+            out[sel] = ((-1.0) ** m * scipy.special.polygamma(m, 1.0 - xs)
+                        - np.pi ** (m + 1) * np.polyval(coef[::-1], c))
+    return out[()] if out.ndim == 0 else out
+
+
+_special("polygamma", 2, _np_polygamma, polygamma,
          lambda out, n, x: (None, (n + 1.0).polygamma(x)), mpmath=polygamma._mp, ufuncs=(),
          emit=_cython("polygamma", "_polygamma"), helpers=("_polygamma",), domain=(_ORDER, _POS),
          kink="n is an integer order: no derivative in n (its partial is 0)",
@@ -356,10 +383,45 @@ betaln = special_function("betaln", 2, _gamma_family(lambda a, b: _gamma_family(
                               lambda x: mpmath.log(abs(mpmath.beta(x, b))))(a)),
                           lambda a, b: (digamma(a) - digamma(a + b), digamma(b) - digamma(a + b)),
                           "log|B(a, b)| (DLMF 5.12.1).")
+# B_2k / (2k), k = 1..8: the coefficients of digamma's asymptotic series (DLMF 5.11.2)
+_DIGAMMA_ASYMPTOTIC = (1 / 12, -1 / 120, 1 / 252, -1 / 240, 1 / 132, -691 / 32760, 1 / 12, -3617 / 8160)
+_DIGAMMA_SHIFT = 10  # a + 10 >= 10: the series' 8th term is below 5e-17 of its first
+
+
+def _digamma_difference(a, b):
+    """``digamma(a) - digamma(a + b)`` as graph operations, without the cancellation of the
+    difference where ``b << a`` (7e-10 relative at a = 1e6, b = 2.5; the error grows as a/b).
+
+    For a, b > 0: the recurrence DLMF 5.5.2 shifts a by 10,
+    ``digamma(a) - digamma(a + b) = D(a + 10, b) - sum(1 / (x + x**2/b), x = a + k, k < 10)``
+    (``b/(x (x + b))``, terms of one sign), and ``D(A, b) = digamma(A) - digamma(A + b)`` comes
+    from the asymptotic series DLMF 5.11.2 as ``-log1p(b/A) - 1/(2A + 2A**2/b) - q (2 - q)
+    sum(c_k A**-2k (1 + r + ... + r**(k-1)))`` with ``q = 1/(1 + A/b)``, ``r = (1/(1 + b/A))**2``
+    (``1 - r = q (2 - q)``): each difference of powers ``A**-2k - (A + b)**-2k`` is a product, never
+    a subtraction.  Every quantity is a quotient of sums of positive terms, so the graph's own
+    derivatives of this form in a and in b (for Hessians) do not cancel either (``b/(A (A + b))``
+    as written would, in b, where b >> A).  Elsewhere (a or b <= 0, SciPy's log|B|) the
+    difference as written."""
+    A = a + float(_DIGAMMA_SHIFT)
+    q = 1.0 / (1.0 + A / b)
+    t = 1.0 / (1.0 + b / A)
+    r = t * t
+    geometric, series = 1.0, 0.0
+    for k, c in enumerate(_DIGAMMA_ASYMPTOTIC, start=1):  # sum c_k A**-2k (1 + r + ... + r**(k-1))
+        series = series + (c * A ** (-2.0 * k)) * geometric
+        geometric = geometric * r + 1.0
+    d = -(b / A).log1p() - 1.0 / (2.0 * A + 2.0 * A * A / b) - (q * (2.0 - q)) * series
+    for k in range(_DIGAMMA_SHIFT):
+        x = a + float(k)
+        d = d - 1.0 / (x + x * x / b)
+    return a.gt(0.0).logical_and(b.gt(0.0)).where(d, a.digamma() - (a + b).digamma())
+
+
 _special("betaln", 2, _scipy("betaln"), betaln,
-         lambda out, a, b: (a.digamma() - (a + b).digamma(), b.digamma() - (a + b).digamma()),
+         lambda out, a, b: (_digamma_difference(a, b), _digamma_difference(b, a)),
          mpmath=betaln._mp, ufuncs=("scipy.special.betaln",), cython="betaln", domain=(_POS, _POS),
-         ref="DLMF 5.12.1 and 5.15.1: d/da log B(a, b) = digamma(a) - digamma(a + b)")
+         ref="DLMF 5.12.1 and 5.15.1: d/da log B(a, b) = digamma(a) - digamma(a + b), computed without "
+             "cancellation by DLMF 5.5.2 and 5.11.2 (_digamma_difference)")
 
 # -- logarithms of products and the logistic family ------------------------------------------
 xlogy = special_function("xlogy", 2, _mp_xlogy, lambda x, y: (sp.log(y), x / y), "x*log(y), 0 where x = 0.")
