@@ -6,11 +6,14 @@ are far from that start and near the primal's stable form: the quadratic root
 ``(-b + sqrt(b^2 - 4ac))/(2a)`` becomes ``-2c/(b + sqrt(b^2 - 4ac))`` for b > 0 (a rewrite of the
 primal the search finds in one step), and its derivative with respect to a or b, differentiated
 symbolically, cancels nowhere; the derivative as derived, ``(b/sqrt(b^2 - 4ac) - 1)/(2a)``, cancels
-for every b > 0 and the search did not reach a good form from it in the program's budget (through
-``sg.grad`` without a domain, on ``bench_stability_api``'s points: 11.5 and 21.6 bits of mean error;
-seeded: 1.05 and 0.68).  The seed is one more candidate: scored, ranked, expanded and verified like
-any other (:func:`symgrad.stabilize.stabilize`, ``seeds=``), so it is taken only where it is better;
-the pass asks for seeds only where the region's own search left it inaccurate.
+for every b > 0 (21.6 bits of mean error through ``sg.grad``, without a domain, on
+``bench_stability_api``'s points; seeded, 0.68).  A seed is one more candidate: scored, ranked,
+expanded and verified like any other (:func:`symgrad.stabilize.stabilize`, ``seeds=``), so it is
+taken only where it is better; the pass asks for seeds only where the region's own search left it
+inaccurate, and keeps the seeded result only where it is better on that search's points
+(:func:`.stabilize_pass._seeded`).  d/da is not reached that way within the program's budget: the
+short seeded search ranks the conjugate's derivative below the double-double form the first search
+found, on points of every magnitude (11.5 bits on the benchmark's).
 
 A region gets the seeds of a primal region whose inputs are all among its own and whose
 derivative (first order, and second for Hessians) it equals numerically at a few points; the
