@@ -40,7 +40,7 @@ SECOND_ORDER_KINDS = frozenset({"hessian", "d2"})  # kernels whose regions are s
 # PROBE_SEED): equal to PROBE_RTOL relative at the first PROBE_AGREE where both are finite and real.
 PROBE_POINTS, PROBE_SEED, PROBE_AGREE = 16, 20261129, 3
 PROBE_RTOL = 1e-20
-PRIMAL_WORK = 300  # the primal's search: float64 only, half the default work (it is a starting point)
+PRIMAL_WORK = 300  # the primal's search: half the default work, no series (it is a starting point)
 MAX_PRIMAL_INPUTS = 4  # primal regions of more inputs are not seeded (their second derivatives multiply)
 
 
