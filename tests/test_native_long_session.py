@@ -15,6 +15,8 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
 SESSION = textwrap.dedent("""
     import threading, time
     import numpy as np, numba
@@ -53,6 +55,7 @@ SESSION = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow  # 17 s: a child process compiles Numba functions for thousands of rounds (CI time)
 def test_native_code_links_after_many_numba_compiles(tmp_path):
     env = dict(os.environ, SYMGRAD_TIERED="1", SYMGRAD_CACHE_DIR=str(tmp_path))
     proc = subprocess.run([sys.executable, "-c", "SECONDS = 15\n" + SESSION], env=env,

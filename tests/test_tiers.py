@@ -232,6 +232,7 @@ def _hypot(a, b):
     return hypot(a, b)
 
 
+@pytest.mark.slow  # 19 s (CI time); the dd arithmetic regions above run on every tier by default
 def test_regions_with_functions_and_first_order_tails_run_on_the_tape_bit_identical():
     """Regions holding dd functions (exp, log1p, sqrt ...) and ddt regions (functions with
     first-order tails, an error bound, and the same program with dd functions where the bound
