@@ -15,6 +15,7 @@ import functools
 import os
 import re
 
+import numpy as np
 import sympy as sp
 
 from ..emit.module import KernelDef
@@ -419,14 +420,14 @@ def _seeded(res, search, seeds, expr, variables, end: float, sample, n_points: i
     ``res``'s form when ``res`` leaves the region above ``ACCURATE_MEAN_BITS`` on the float64
     search sample (``sample``, else the region's own ``n_points``) and that result is better there by
     ``MIN_SEED_GAIN`` bits; ``end``: the CPU time the region's share ends at."""
-    from ..stabilize.accuracy import make_sample, point_bits
+    from ..stabilize.accuracy import make_sample
 
     try:
         sample = sample if sample is not None else make_sample(expr, variables, "float64", n=n_points)
         if not len(sample.X):
             return res
-        before = float(point_bits(res.form("float64"), variables, sample).mean())
-        if before <= ACCURATE_MEAN_BITS:
+        before = _mean_bits(res.form("float64"), variables, sample)
+        if before <= ACCURATE_MEAN_BITS or not np.isfinite(before):
             return res
         forms = seeds(expr, PRIMAL_SHARE * (end - cpu_clock()))
         # a seed no better than the form found leaves the short search nothing to build on (GELU': 0.3 s)
@@ -434,7 +435,7 @@ def _seeded(res, search, seeds, expr, variables, end: float, sample, n_points: i
                 or end - cpu_clock() <= 0:
             return res
         again = search(budget_s=end - cpu_clock(), work=SEEDED_WORK, seeds=[strip_dd(res.expr), *forms])
-        after = float(point_bits(again.form("float64"), variables, sample).mean())
+        after = _mean_bits(again.form("float64"), variables, sample)
     except (StabilizeBudgetExceeded, NotImplementedError):  # the first search's result stands
         return res
     return again if after < before - MIN_SEED_GAIN else res
