@@ -127,7 +127,10 @@ def _same_values(a: sp.Expr, b: sp.Expr, inputs: list) -> bool:
     numbers, with at least ``PROBE_AGREE`` such points?  (``b``'s symbols are among ``inputs``; a
     symbol of ``a`` outside them, a cotangent or tangent, makes them differ.)  The probe points are
     fixed: ``PROBE_POINTS`` rows drawn uniformly of magnitude 0.1 to 10 and either sign, so
-    that some lie inside a domain such as ``b^2 >= 4ac``."""
+    that some lie inside a domain such as ``b^2 >= 4ac``.  Not :func:`symgrad.stabilize.verify.equivalent`:
+    that check samples every float and raises the precision until each value is proven, thousands of
+    bits at tiny inputs of a cancelling derivative, and holds vacuously where no point is real; this
+    one only picks which seeds to offer, at 40 digits (the search verifies the one it takes)."""
     variables = sorted(a.free_symbols | set(inputs), key=lambda s: s.name)
     fa, fb = compile_mpmath(a, variables), compile_mpmath(b, variables)
     rng = np.random.default_rng(PROBE_SEED)

@@ -101,8 +101,9 @@ def stabilize(expr: sp.Expr, variables: Sequence[sp.Symbol], *, domain: Mapping 
             pass shares one check sample, :meth:`.triage.TriageResult.check_samples`).  Called
             before the search, so the search's time is what is left after its references.
         seeds: forms equal to ``expr`` that the caller knows, scored with the original before the
-            search starts and then ranked, expanded and verified (:func:`.verify.equivalent`) like
-            any candidate; one that is not equal to ``expr`` is never chosen.  The program pass
+            search starts; those better than the original on the mean are then ranked, expanded
+            and verified (:func:`.verify.equivalent`) like any candidate, the others dropped.  One
+            that is not equal to ``expr`` is never chosen.  The program pass
             offers a derivative's region the derivative of the primal's stable form
             (:mod:`symgrad.api.primal_seeds`).
 

@@ -22,9 +22,10 @@ from .sampling import sample_points
 
 __all__ = ["equivalent"]
 
-# The original's exact values at the check points, kept across candidates: on a derivative that
-# cancels at tiny inputs they need thousands of bits, and one search verifies its candidates in turn
-# until one passes (d/db of the expq3 problem spent the program's budget there and lost its search).
+# The original's exact values at the check points, kept across candidates: one search verifies its
+# candidates in turn until one passes, and on a derivative that cancels at tiny inputs each value can
+# need thousands of bits.  (This saves the repeats only; the first candidate's check still is not
+# budgeted apart from the search: expq3's d/db can reach it at the program's deadline.)
 _ORIGINAL_VALUES: dict = {}
 MAX_KEPT = 20000
 
