@@ -36,7 +36,8 @@ from symgrad.ir.ddprogram import dd_regions_enabled
 
 from .accept import accept, the_check_samples, verdict
 from .accuracy import Sample, bits_of_error_report, ulp_bits
-from .budget import StabilizeBudgetExceeded, collector_paused, cpu_clock, deadline_passed
+from .budget import (StabilizeBudgetExceeded, collector_paused, cpu_clock, deadline_passed, hard_deadline,
+                     share_of_time_left)
 from .ddregion import dd_region
 from .dtype_regimes import decide_regimes
 from .numeric import compile_numpy
@@ -55,6 +56,11 @@ __all__ = ["stabilize", "searched_form", "needs_search", "StabilizeResult", "Rew
 # points, the per-dtype regime decision, the double-double region -- which run only while the budget
 # lasts (a step the program's deadline cuts leaves the checked form).
 SEARCH_SHARE = 0.7
+# The per-dtype regime decision (thresholds moved on built points, with their references) may use this
+# fraction of the time left; the double-double region after it gets the rest.  Unbounded, it took 0.36 s
+# of the 0.45 s left for sg.grad of the Bernoulli KL divergence on a slower machine, and the region its
+# float64 points needed was never tried.
+PER_DTYPE_SHARE = 0.5
 
 
 def _summary(bits_before: dict, bits_after: dict) -> dict:
@@ -183,8 +189,9 @@ def stabilize(expr: sp.Expr, variables: Sequence[sp.Symbol], *, domain: Mapping 
             wide = True
             summary["float32"] = summary["float32"][:2] + rec.bits["float32"][2:]
     if form != expr and not own and cpu_clock() - t0 < budget_s:
-        form, others, records = optional("per-dtype regimes", lambda: _regimes_per_dtype(
-            expr, form, wide, records, summary, s, domain, dtypes, single, check)) or (form, others, records)
+        with hard_deadline(share_of_time_left(PER_DTYPE_SHARE, t0 + budget_s)):
+            form, others, records = optional("per-dtype regimes", lambda: _regimes_per_dtype(
+                expr, form, wide, records, summary, s, domain, dtypes, single, check)) or (form, others, records)
     if "float64" in s.samples and dd_regions_enabled() and cpu_clock() - t0 < budget_s:  # float64 beyond 2 ulps
         hit = optional("double-double region", lambda: dd_region(
             others.get("float64", form), s.vars, s.samples["float64"], expr, domain, t0 + budget_s))

@@ -19,7 +19,7 @@ from contextlib import contextmanager
 from sympy.core.parameters import global_parameters
 
 __all__ = ["StabilizeBudgetExceeded", "hard_deadline", "check_deadline", "deadline_passed", "cpu_clock",
-           "collector_paused", "interrupted_past"]
+           "collector_paused", "interrupted_past", "share_of_time_left"]
 
 
 def cpu_clock() -> float:
@@ -60,6 +60,17 @@ def deadline_passed() -> bool:
     """True if the current hard deadline (if any) has passed."""
     t = _current()
     return t is not None and cpu_clock() > t
+
+
+def share_of_time_left(fraction: float, end: float | None = None) -> float | None:
+    """The CPU time (:func:`cpu_clock`) ``fraction`` of the way from now to the earlier of the
+    current hard deadline and ``end`` (None: neither is set), for a step that must leave the rest
+    to the steps after it."""
+    ends = [t for t in (_current(), end) if t is not None]
+    if not ends:
+        return None
+    now = cpu_clock()
+    return now + fraction * max(min(ends) - now, 0.0)
 
 
 def check_deadline() -> None:

@@ -42,7 +42,7 @@ import sympy as sp
 
 from .accept import kernel_bits, the_check_samples, verdict
 from .accuracy import MAX_BITS, Sample
-from .budget import StabilizeBudgetExceeded
+from .budget import StabilizeBudgetExceeded, deadline_passed, hard_deadline, share_of_time_left
 from .result import RewriteRecord
 from .regimes import TWO_ULPS
 from .search import MIN_REGIME_GAIN
@@ -83,13 +83,25 @@ def _stats(bits: np.ndarray, dt: str) -> tuple[float, int, int, float]:
             int(np.count_nonzero(bits >= MAX_BITS[np.dtype(dt)])), float(bits.max()))
 
 
+REFINE_SHARE = 0.25  # of the CPU time left, at most, for one dtype's thresholds (references at built points)
+
+
 def _moved(orig, form, widen, variables, domain, s: Sample):
     """:func:`.thresholds.refine_thresholds` of ``form`` in ``s.dtype``, or None (also when the forms
-    cannot be evaluated at the built points: the search's thresholds then stand)."""
+    cannot be evaluated at the built points, or the refinement needs more than ``REFINE_SHARE`` of
+    the time left before the caller's deadline: the search's thresholds then stand, and the steps
+    after it keep their time).
+
+    Raises:
+        StabilizeBudgetExceeded: the caller's own deadline passed.
+    """
     try:
-        return refine_thresholds(orig, form, widen, variables, domain, s)
+        with hard_deadline(share_of_time_left(REFINE_SHARE)):
+            return refine_thresholds(orig, form, widen, variables, domain, s)
     except StabilizeBudgetExceeded:
-        raise
+        if deadline_passed():  # the caller's deadline, not this refinement's share
+            raise
+        return None
     except Exception:  # noqa: BLE001 - an optional refinement
         return None
 

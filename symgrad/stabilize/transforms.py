@@ -73,11 +73,22 @@ def series_variants(node: sp.Expr, orders=(2, 4, 6), at_infinity: bool = True) -
     key = (node, tuple(orders), at_infinity)
     if key in _SERIES:
         return list(_SERIES[key])
-    out = _series_variants(node, orders, at_infinity)
+    try:
+        out = _series_variants(node, orders, at_infinity)
+    except _CutShort as cut:  # the variants built before the deadline; not cached (another run may finish)
+        return list(cut.variants)
     if len(_SERIES) > 5000:
         _SERIES.clear()
     _SERIES[key] = tuple(out)
     return out
+
+
+class _CutShort(Exception):
+    """The deadline stopped a series step; ``variants`` are those it had built."""
+
+    def __init__(self, variants):
+        super().__init__("series variants cut at the stabiliser's deadline")
+        self.variants = variants
 
 
 _SERIES: dict = {}
@@ -162,24 +173,41 @@ def _parametric_variants(node, syms) -> list[tuple[str, sp.Expr]]:
     if len(_PARAMETRIC) > 5000:
         _PARAMETRIC.clear()
     out = []
+    # One expansion and its factored coefficients take 0.1-0.2 s for Hamming's expq3 in three inputs:
+    # unbounded, the step ran past the search's deadline into the program's, and the region lost
+    # its whole search.  Past the deadline (plus SERIES_GRACE_S) the step stops with what it built.
+    stop = _DEADLINE[0] + SERIES_GRACE_S if _DEADLINE[0] is not None else None
     for v in syms:
+        if _would_overrun(0.0):
+            raise _CutShort(out)
         try:
-            terms = parametric_series(node, v, max(PARAMETRIC_ORDERS), ops=PARAMETRIC_WORK)
+            with interrupted_past(stop, SeriesBudgetExceeded):
+                made = _parametric_in(node, v, parametric_series)
         except Unsupported:
             continue
-        if not terms:
-            continue
-        lead, seen = terms[0][1], set()
-        for n in PARAMETRIC_ORDERS:
-            kept = [_factored(t, v) for t, e in terms if e < lead + n]
-            s = sp.Add(*kept)
-            if s in seen or s == node or not s.has(v) or not _ok(s):
-                continue
-            seen.add(s)
-            s = split_powers(s)
-            _PARAMETRIC[s] = (v, kept[0], kept[-1])
-            out.append((f"series_in_{v}_at_0_n{n}", s))
+        except SeriesBudgetExceeded:
+            raise _CutShort(out) from None
+        for name, s, source in made:
+            _PARAMETRIC[s] = source
+            out.append((name, s))
     return out
+
+
+def _parametric_in(node, v, parametric_series) -> list:
+    """``[(name, series, (v, leading term, last term))]``: the truncations of ``node``'s series in
+    ``v`` at 0 (:data:`PARAMETRIC_ORDERS`), its other inputs as parameters."""
+    terms = parametric_series(node, v, max(PARAMETRIC_ORDERS), ops=PARAMETRIC_WORK)
+    if not terms:
+        return []
+    lead, seen, made = terms[0][1], set(), []
+    for n in PARAMETRIC_ORDERS:
+        kept = [_factored(t, v) for t, e in terms if e < lead + n]
+        s = sp.Add(*kept)
+        if s in seen or s == node or not s.has(v) or not _ok(s):
+            continue
+        seen.add(s)
+        made.append((f"series_in_{v}_at_0_n{n}", split_powers(s), (v, kept[0], kept[-1])))
+    return made
 
 
 _PARAMETRIC: dict = {}  # parametric series -> (variable, leading term, last term kept)
@@ -203,6 +231,8 @@ def _factored(term, v):
     c, rest = term.as_independent(v, as_Add=False)
     try:
         c = sp.factor(c)
+    except SeriesBudgetExceeded:  # the deadline's interruption (see _parametric_variants) is not a refusal
+        raise
     except Exception:  # noqa: BLE001 - keep the coefficient as expanded
         pass
     return c * rest

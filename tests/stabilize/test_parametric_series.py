@@ -156,3 +156,20 @@ def test_taylor_mode_series_with_logarithmic_terms_match_sympy(text, point):
         for xv in (0.01, 0.3) if point == 0 else (50.0, 3000.0):
             gv, wv = complex(got.subs({x: xv, y: 1.7})), complex(want.subs({x: xv, y: 1.7}))
             assert abs(gv - wv) <= 1e-14 * max(1.0, abs(wv)), (n, xv, got, want)
+
+
+def test_parametric_series_stop_at_the_search_deadline_and_are_not_cached_cut():
+    """The expansions of a three-input expression take 0.1-0.2 s each: past the search's deadline
+    the step returns the variants it built (none here), so the search keeps time for the check, and
+    a later search with time gets them all (a cut result is not cached)."""
+    from symgrad.stabilize.budget import cpu_clock
+    from symgrad.stabilize.transforms import deadline, series_variants
+
+    node = sp.diff(EXPQ3, a) + sp.Rational(1, 7)  # an expression no other test expanded (cache)
+    with deadline(cpu_clock() - 1.0):  # already passed
+        assert series_variants(node) == []
+    full = series_variants(node)
+    assert "series_in_t_at_0_n4" in dict(full)
+    s = dict(full)["series_in_t_at_0_n4"]  # a truncation of the series in t: close to the function at small t
+    at = {a: 0.7, b: 1.3, t: 1e-3}
+    assert float(s.subs(at)) == pytest.approx(float(node.subs(at).evalf(40)), rel=1e-5)
