@@ -117,10 +117,8 @@ def _polygamma(n, x):
     n = 0: SciPy's psi.  n >= 1: the recurrence psi_n(x) = psi_n(x + 1) - (-1)**n n!/x**(n+1)
     (DLMF 5.15.5) up to x >= 20 + n, then the asymptotic series DLMF 5.15.8 with ten
     Bernoulli terms (the next term is below 1e-17 relative there).  Below x = -20 the
-    reflection DLMF 5.15.6, psi_n(x) = (-1)**n psi_n(1 - x) - pi**(n+1) P_n(cot(pi x)) with
-    P_0(c) = c, P_(k+1)(c) = -(1 + c**2) P_k'(c) (the derivatives of cot), first: the recurrence
-    alone would take |x| steps (forever beyond 2**53, where x + 1 == x).  cot(pi x) is taken at
-    the exact remainder x - round(x).
+    reflection DLMF 5.15.6 first (``_polygamma_reflection``, symgrad/ir/gamma_reflection.py): the
+    recurrence alone would take |x| steps (forever beyond 2**53, where x + 1 == x).
     """
     n = np.float64(n)
     x = np.float64(x)
@@ -130,31 +128,10 @@ def _polygamma(n, x):
         return np.nan
     if x <= 0.0 and x == math.floor(x):
         return np.inf if n % 2.0 == 1.0 else np.nan
-    reflected = 0.0
-    if x < -20.0:
-        m = int(n)
-        coef = np.zeros(m + 3)
-        coef[1] = 1.0                     # P_0(c) = c
-        for k in range(m):
-            new = np.zeros(m + 3)
-            for j in range(m + 2):        # d/dy P(c) = P'(c) (-(1 + c**2))
-                new[j] = -((j + 1.0) * coef[j + 1] + ((j - 1.0) * coef[j - 1] if j >= 1 else 0.0))
-            coef = new
-        r = x - math.floor(x + 0.5)      # exact, in [-1/2, 1/2]
-        if r > 0.25:                      # cot(pi r) = tan(pi (1/2 - r)): 0 at half-integers
-            c = math.tan(math.pi * (0.5 - r))
-        elif r < -0.25:
-            c = -math.tan(math.pi * (0.5 + r))
-        else:
-            c = 1.0 / math.tan(math.pi * r)
-        p = 0.0
-        for j in range(m + 1, -1, -1):
-            p = p * c + coef[j]
-        reflected = -math.pi ** (n + 1.0) * p
-        x = 1.0 - x
-        if m % 2 == 1:
-            return reflected - _polygamma(n, x)
-        return reflected + _polygamma(n, x)
+    if x < -20.0:  # DLMF 5.15.6 (symgrad/ir/gamma_reflection.py)
+        if n % 2.0 == 1.0:
+            return _polygamma_reflection(n, x) - _polygamma(n, 1.0 - x)
+        return _polygamma_reflection(n, x) + _polygamma(n, 1.0 - x)
     sign = 1.0 if n % 2.0 == 1.0 else -1.0   # (-1)**(n+1)
     fact = math.gamma(n + 1.0)
     acc = 0.0
@@ -330,8 +307,15 @@ def vecmath_imports(body_text: str, helpers: list[str]) -> dict[str, str]:
     return {alias: origin[alias] for alias in sorted(origin) if re.search(rf"\b{alias}\(", texts)}
 
 
+@functools.lru_cache(maxsize=1)
+def _gamma_pieces() -> dict[str, tuple]:
+    """The scalar functions of symgrad/ir/gamma_reflection.py (``polygamma_reflection`` ->
+    ``_polygamma_reflection``), each ``numba.njit``, for ``_polygamma``."""
+    return _copied_pieces(Path(__file__).parent.parent / "ir" / "gamma_reflection.py", lambda n: "_" + n, _DD_JIT)
+
+
 def _library_pieces() -> dict[str, tuple]:
-    return {**_vm_pieces(), **_dd_pieces()}
+    return {**_vm_pieces(), **_dd_pieces(), **_gamma_pieces()}
 
 
 def _helper_source(name: str) -> str:
@@ -341,6 +325,8 @@ def _helper_source(name: str) -> str:
         return _vm_pieces()[name][0]
     if name in _dd_pieces():
         return _dd_pieces()[name][0]
+    if name in _gamma_pieces():
+        return _gamma_pieces()[name][0]
     if name.startswith("_dd_region_"):
         from . import ddregion  # here: loading a generated module (a Dask worker) never imports SymPy
 
@@ -376,7 +362,7 @@ def _scipy_arity(name: str) -> int:
 def _all_helper_names() -> list[str]:
     from ..ir.ops import REGISTRY
 
-    names = list(HELPERS) + list(_vm_pieces()) + list(_dd_pieces())
+    names = list(HELPERS) + list(_vm_pieces()) + list(_dd_pieces()) + list(_gamma_pieces())
     for op in REGISTRY.values():
         names += [h for h in op.helpers if h not in names]
     return names + (["_sc_psi"] if "_sc_psi" not in names else [])

@@ -341,28 +341,23 @@ _special("digamma", 1, _scipy("psi"), digamma, lambda out, x: (_const(x, 1.0).po
          ref="DLMF 5.15.1: digamma' = polygamma(1, x)")
 def _np_polygamma(n, x):
     """NumPy facet of polygamma: SciPy's, except below x = -20 (n >= 1), where the reflection
-    DLMF 5.15.6 is taken as in the kernels' ``_polygamma`` (symgrad/emit/prelude.py): SciPy's
-    Hurwitz zeta steps up from x one unit at a time (5 s at x = -2.5e8, and the stabiliser
-    samples every float: ``grad(grad(lambda a, b: gammaln(a + b)))`` hung in it)."""
+    DLMF 5.15.6 is taken first, as in the kernels' ``_polygamma`` (the same scalar code,
+    :mod:`symgrad.ir.gamma_reflection`): SciPy's Hurwitz zeta steps up from x one unit at a time
+    (5 s at x = -2.5e8, and the stabiliser samples every float: ``grad(grad(lambda a, b:
+    gammaln(a + b)))`` hung in it)."""
     import scipy.special
+
+    from ..gamma_reflection import polygamma_reflection
 
     n, x = np.broadcast_arrays(np.asarray(n, dtype=np.float64), np.asarray(x, dtype=np.float64))
     far = (x < -20.0) & (x != np.floor(x)) & (n >= 1) & (n == np.floor(n))
     out = np.array(scipy.special.polygamma(n, np.where(far, 0.5, x)), dtype=np.float64)
-    for m in np.unique(n[far]).astype(int):
-        sel = far & (n == m)
-        coef = np.zeros(m + 3)
-        coef[1] = 1.0  # P_0(c) = c; P_(k+1)(c) = -(1 + c**2) P_k'(c), the derivatives of cot
-        for _ in range(m):
-            coef = -(np.append(coef[1:], 0.0) * np.arange(1, m + 4)
-                     + np.insert(coef[:-1], 0, 0.0) * np.arange(-1, m + 2))
-        xs = x[sel]
-        with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
-            r = xs - np.floor(xs + 0.5)  # exact, in [-1/2, 1/2]; cot(pi r) = tan(pi (1/2 - |r|)) sign(r)
-            c = np.where(np.abs(r) > 0.25, np.sign(r) * np.tan(np.pi * (0.5 - np.abs(r))),
-                         1.0 / np.tan(np.pi * r))
-            out[sel] = ((-1.0) ** m * scipy.special.polygamma(m, 1.0 - xs)
-                        - np.pi ** (m + 1) * np.polyval(coef[::-1], c))
+    if far.any():
+        nf, xf = n[far], x[far]
+        term = np.array([polygamma_reflection(float(k), float(v)) for k, v in zip(nf, xf)])
+        with np.errstate(over="ignore", invalid="ignore"):
+            out[far] = np.where(nf % 2.0 == 1.0, term - scipy.special.polygamma(nf, 1.0 - xf),
+                                term + scipy.special.polygamma(nf, 1.0 - xf))
     return out[()] if out.ndim == 0 else out
 
 
