@@ -8,6 +8,12 @@ import os
 import tempfile
 
 os.environ["SYMGRAD_CACHE_DIR"] = tempfile.mkdtemp(prefix="symgrad-test-cache-")
+# Under pytest-xdist (README's ``-n 2``) two workers share the machine's caches and memory bandwidth,
+# and a thread's CPU seconds then buy less work: the stabiliser's default program budget of 1 s CPU
+# (symgrad.api.stabilize_pass) is doubled there, as a slower machine would need, unless it is set.
+# Checks of the budget itself read it (DEFAULT_BUDGET_S).  One process keeps the default.
+if os.environ.get("PYTEST_XDIST_WORKER") and "SYMGRAD_STABILIZE_BUDGET" not in os.environ:
+    os.environ["SYMGRAD_STABILIZE_BUDGET"] = "2.0"
 
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
