@@ -380,10 +380,45 @@ def _marked(expr: sp.Expr, marks) -> sp.Expr:
         if node in done:  # a piece the outer pieces of a split share: marked at every occurrence already
             continue
         done.add(node)
-        paths = [p for p, n in positions(expr) if n == node] or [path]
-        for p in paths:  # the other paths stay valid: unevaluated parents keep their arguments in place
-            expr = _rebuilt(expr, p, mark(node))
+        # Every occurrence outside a region, found again after each replacement: a parent rebuilt by
+        # SymPy (a function's argument) may reorder its arguments, and the paths found before it were
+        # stale (IndexError out of sg.jit for the Black-Scholes example at a 2 s budget).  The mark's
+        # own path serves only where no occurrence is found and it still leads to the node.
+        first = True
+        for _ in range(MAX_OCCURRENCES):
+            hits = [p for p, n in positions(expr) if n == node and not _inside_region(expr, p)]
+            if not hits and first and _node_at(expr, path) == node and not _inside_region(expr, path):
+                hits = [path]
+            if not hits:
+                break
+            expr, first = _rebuilt(expr, hits[0], mark(node)), False
     return expr
+
+
+MAX_OCCURRENCES = 64  # occurrences of one node marked, at most (each finds the paths again)
+
+
+def _node_at(expr: sp.Expr, path: tuple):
+    """The node at ``path`` (as :func:`.search.positions` numbers them), or None where there is none."""
+    if not path:
+        return expr
+    if path[0] >= len(expr.args):
+        return None
+    if isinstance(expr, sp.Piecewise):
+        return _node_at(expr.args[path[0]].expr, path[2:])
+    return _node_at(expr.args[path[0]], path[1:])
+
+
+def _inside_region(expr: sp.Expr, path: tuple) -> bool:
+    """Does ``path`` pass through a region (:class:`dd` or :class:`ddt`) above its end?"""
+    while path:
+        if isinstance(expr, (dd, ddt)):
+            return True
+        if path[0] >= len(expr.args):
+            return False
+        expr, path = (expr.args[path[0]].expr, path[2:]) if isinstance(expr, sp.Piecewise) \
+            else (expr.args[path[0]], path[1:])
+    return False
 
 
 def _rebuilt(expr: sp.Expr, path: tuple, new: sp.Expr) -> sp.Expr:

@@ -277,3 +277,28 @@ def test_numpy_tape_refuses_hypot_and_the_scorer_falls_back():
     with pytest.raises(NotLowerable):
         run_region(program, cols)
     assert np.array_equal(run_columns(program, cols), run_many(program, cols))
+
+
+def test_marking_every_occurrence_survives_parents_sympy_reorders(monkeypatch):
+    """At a 2 s program budget the double-double step marks ``sqrt(T)`` in the Black-Scholes price
+    written with erf, at each occurrence; rebuilding a function's argument reordered a sum, the paths
+    found before it went stale, and ``sg.jit`` raised IndexError.  The price matches Hull's closed
+    form (10th ed., ch. 19)."""
+    from scipy.special import erf, ndtr
+
+    import symgrad as sg
+    from symgrad.api import stabilize_pass as sp_pass
+
+    monkeypatch.setattr(sp_pass, "DEFAULT_BUDGET_S", 2.0)
+
+    def call_price_erf(p):
+        S, K, T, r, sigma = p[0], p[1], p[2], p[3], p[4]
+        sd = sigma * np.sqrt(T)
+        d1 = (np.log(S / K) + (r + 0.5 * sigma**2) * T) / sd
+        return S * 0.5 * (1.0 + erf(d1 / np.sqrt(2.0))) - K * np.exp(-r * T) * 0.5 * (1.0 + erf((d1 - sd) / np.sqrt(2.0)))
+
+    P = np.array([[100.0, 100.0, 1.0, 0.05, 0.2], [100.0, 60.0, 0.25, 0.01, 0.3], [100.0, 180.0, 2.0, 0.03, 0.15]])
+    S, K, T, r, sigma = P.T
+    d1 = (np.log(S / K) + (r + 0.5 * sigma**2) * T) / (sigma * np.sqrt(T))
+    want = S * ndtr(d1) - K * np.exp(-r * T) * ndtr(d1 - sigma * np.sqrt(T))
+    np.testing.assert_allclose(sg.jit(call_price_erf, signature="(5)->()")(P), want, rtol=1e-13)
