@@ -384,41 +384,35 @@ def _marked(expr: sp.Expr, marks) -> sp.Expr:
         # SymPy (a function's argument) may reorder its arguments, and the paths found before it were
         # stale (IndexError out of sg.jit for the Black-Scholes example at a 2 s budget).  The mark's
         # own path serves only where no occurrence is found and it still leads to the node.
-        first = True
-        for _ in range(MAX_OCCURRENCES):
-            hits = [p for p, n in positions(expr) if n == node and not _inside_region(expr, p)]
-            if not hits and first and _node_at(expr, path) == node and not _inside_region(expr, path):
-                hits = [path]
-            if not hits:
+        for k in range(MAX_OCCURRENCES):
+            hit = next((p for p, n in positions(expr) if n == node and _outside_regions_at(expr, p, node)),
+                       path if k == 0 and _outside_regions_at(expr, path, node) else None)
+            if hit is None:
                 break
-            expr, first = _rebuilt(expr, hits[0], mark(node)), False
+            expr = _rebuilt(expr, hit, mark(node))
     return expr
 
 
 MAX_OCCURRENCES = 64  # occurrences of one node marked, at most (each finds the paths again)
 
 
-def _node_at(expr: sp.Expr, path: tuple):
-    """The node at ``path`` (as :func:`.search.positions` numbers them), or None where there is none."""
-    if not path:
-        return expr
-    if path[0] >= len(expr.args):
-        return None
-    if isinstance(expr, sp.Piecewise):
-        return _node_at(expr.args[path[0]].expr, path[2:])
-    return _node_at(expr.args[path[0]], path[1:])
-
-
-def _inside_region(expr: sp.Expr, path: tuple) -> bool:
-    """Does ``path`` pass through a region (:class:`dd` or :class:`ddt`) above its end?"""
+def _along(expr: sp.Expr, path: tuple) -> list | None:
+    """The nodes from ``expr`` down to the one at ``path`` (as :func:`.search.positions` numbers
+    them, a Piecewise pair's expression at ``(i, 0)``), or None where the path leads nowhere."""
+    nodes = [expr]
     while path:
-        if isinstance(expr, (dd, ddt)):
-            return True
         if path[0] >= len(expr.args):
-            return False
+            return None
         expr, path = (expr.args[path[0]].expr, path[2:]) if isinstance(expr, sp.Piecewise) \
             else (expr.args[path[0]], path[1:])
-    return False
+        nodes.append(expr)
+    return nodes
+
+
+def _outside_regions_at(expr: sp.Expr, path: tuple, node) -> bool:
+    """Is ``node`` at ``path``, with no region (:class:`dd` or :class:`ddt`) above it?"""
+    nodes = _along(expr, path)
+    return nodes is not None and nodes[-1] == node and not any(isinstance(n, (dd, ddt)) for n in nodes[:-1])
 
 
 def _rebuilt(expr: sp.Expr, path: tuple, new: sp.Expr) -> sp.Expr:

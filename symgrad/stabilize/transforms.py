@@ -166,7 +166,7 @@ def _parametric_variants(node, syms) -> list[tuple[str, sp.Expr]]:
     recovers it for ``t`` near 0, its series does.  A series is only an approximation;
     scoring on the samples (and the regime split) decides where it serves.
     """
-    from .jet import Unsupported, parametric_series
+    from .jet import Unsupported
 
     if len(syms) > PARAMETRIC_MAX_VARS or sp.count_ops(node) > PARAMETRIC_MAX_OPS:
         return []
@@ -182,7 +182,7 @@ def _parametric_variants(node, syms) -> list[tuple[str, sp.Expr]]:
             raise _CutShort(out)
         try:
             with interrupted_past(stop, SeriesBudgetExceeded):
-                made = _parametric_in(node, v, parametric_series)
+                made = _parametric_in(node, v)
         except Unsupported:
             continue
         except SeriesBudgetExceeded:
@@ -193,9 +193,15 @@ def _parametric_variants(node, syms) -> list[tuple[str, sp.Expr]]:
     return out
 
 
-def _parametric_in(node, v, parametric_series) -> list:
+def _parametric_in(node, v) -> list:
     """``[(name, series, (v, leading term, last term))]``: the truncations of ``node``'s series in
-    ``v`` at 0 (:data:`PARAMETRIC_ORDERS`), its other inputs as parameters."""
+    ``v`` at 0 (:data:`PARAMETRIC_ORDERS`), its other inputs as parameters.
+
+    Raises:
+        jet.Unsupported: no Taylor-mode rule for some part of ``node``.
+    """
+    from .jet import parametric_series
+
     terms = parametric_series(node, v, max(PARAMETRIC_ORDERS), ops=PARAMETRIC_WORK)
     if not terms:
         return []

@@ -24,8 +24,9 @@ __all__ = ["equivalent"]
 
 # The original's exact values at the check points, kept across candidates: one search verifies its
 # candidates in turn until one passes, and on a derivative that cancels at tiny inputs each value can
-# need thousands of bits.  (This saves the repeats only; the first candidate's check still is not
-# budgeted apart from the search: expq3's d/db can reach it at the program's deadline.)
+# need thousands of bits.  (This saves the repeats only.  expq3's regions lost their searches to the
+# program's deadline in steps that had no bound of their own, the parametric series and the regime
+# split's optimiser; see transforms._parametric_variants and regimes._best_segments.)
 _ORIGINAL_VALUES: dict = {}
 MAX_KEPT = 20000
 

@@ -356,8 +356,8 @@ def _np_polygamma(n, x):
         nf, xf = n[far], x[far]
         term = np.array([polygamma_reflection(float(k), float(v)) for k, v in zip(nf, xf)])
         with np.errstate(over="ignore", invalid="ignore"):
-            out[far] = np.where(nf % 2.0 == 1.0, term - scipy.special.polygamma(nf, 1.0 - xf),
-                                term + scipy.special.polygamma(nf, 1.0 - xf))
+            mirrored = scipy.special.polygamma(nf, 1.0 - xf)  # (-1)**n psi_n(1 - x)
+            out[far] = term + np.where(nf % 2.0 == 1.0, -mirrored, mirrored)
     return out[()] if out.ndim == 0 else out
 
 
