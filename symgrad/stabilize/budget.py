@@ -110,10 +110,21 @@ POLL_S = 0.01  # how often the watcher of :func:`interrupted_past` reads the thr
 
 
 def _raise_in(thread_id: int, exc) -> None:
-    """Make ``exc`` (an exception class) raise in the thread ``thread_id`` at its next bytecode, or
-    clear one not yet raised (``exc`` None): CPython's ``PyThreadState_SetAsyncExc``."""
-    ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread_id),
-                                               None if exc is None else ctypes.py_object(exc))
+    """Make ``exc`` (an exception class) raise in the thread ``thread_id`` at its next check of the
+    eval breaker: CPython's ``PyThreadState_SetAsyncExc``.  Never called with NULL to clear one: on
+    CPython 3.11 that leaves a thread running under a profile hook (``cProfile``, pyinstrument)
+    re-entering the same instruction forever (``python -m cProfile`` of ``sg.jit(f)(x)`` hung)."""
+    ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread_id), ctypes.py_object(exc))
+
+
+def _absorb_late(exc) -> None:
+    """Take an ``exc`` raised asynchronously in this thread that has not arrived yet: it arrives at
+    the first backward jump of the loop (CPython checks the eval breaker there) and stops here."""
+    try:
+        for _ in range(8):
+            pass
+    except exc:
+        pass
 
 
 class _Watch:
@@ -156,7 +167,7 @@ def interrupted_past(t: float | None, exc: type[BaseException]):
     time left) every ``POLL_S`` seconds and, past ``t``, raises ``exc`` asynchronously (CPython's
     ``PyThreadState_SetAsyncExc``): at the next bytecode, inside pure-Python code such as SymPy's.
     Arming a block costs a lock and a set insertion (the search arms one per subexpression whose
-    rules it computes).  An exception fired as the block ends is cleared on the way out, so none
+    rules it computes).  An exception fired as the block ends is taken on the way out, so none
     escapes into the code after it, and SymPy's global evaluation flags (``global_parameters``,
     which its ``evaluate(False)`` blocks set and reset) are restored when it fired.  Code inside must
     tolerate being stopped anywhere: callers wrap pure functions (a SymPy call, a rewrite rule) whose
@@ -183,9 +194,13 @@ def interrupted_past(t: float | None, exc: type[BaseException]):
     try:
         yield
     finally:
-        with _WATCH:
-            _ARMED.discard(w)
-            if w.fired:
-                _raise_in(tid, None)  # fired after the block's last bytecode: clear it
-                for name, value in flags.items():
-                    setattr(global_parameters, name, value)
+        try:
+            with _WATCH:
+                _ARMED.discard(w)  # from here on the watcher cannot fire: it fires under _WATCH, armed blocks only
+            if w.fired:  # fired after the block's last bytecode, the exception may still be on its way
+                _absorb_late(exc)
+        except exc:  # it arrived inside this clean-up: the block's work was done
+            pass
+        if w.fired:
+            for name, value in flags.items():
+                setattr(global_parameters, name, value)

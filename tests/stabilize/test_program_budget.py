@@ -298,3 +298,39 @@ def test_interrupted_past_stops_pure_python_work_at_the_cpu_deadline_and_leaks_n
             sum(range(100))
     with interrupted_past(None, _Stopped):
         assert sum(range(10)) == 45
+
+
+_UNDER_A_PROFILER = """
+import cProfile
+from symgrad.stabilize.budget import cpu_clock, interrupted_past
+class Stopped(Exception):
+    pass
+cProfile.Profile().enable()  # a C profile hook, as python -m cProfile and pyinstrument set
+t0 = cpu_clock()
+try:
+    with interrupted_past(t0 + 0.05, Stopped):
+        while cpu_clock() < t0 + 5.0:
+            sum(range(1000))
+except Stopped:
+    pass
+for _ in range(20):  # blocks that end next to their deadline: the late firing is taken on the way out
+    t = cpu_clock()
+    with interrupted_past(t + 0.011, Stopped):
+        while cpu_clock() < t + 0.01:
+            pass
+    sum(range(100))
+print("done", round(cpu_clock() - t0, 2))
+"""
+
+
+def test_interrupted_past_works_under_a_profile_hook():
+    """Under a profile hook (``python -m cProfile``), clearing a pending asynchronous exception with
+    ``PyThreadState_SetAsyncExc(tid, NULL)`` made CPython 3.11 re-enter one instruction forever: every
+    ``sg.jit`` build whose series step was interrupted hung.  The block must end, in a child process
+    so that a regression fails the test instead of hanging the run."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", _UNDER_A_PROFILER], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("done"), done.stdout
