@@ -287,27 +287,39 @@ def _softmax(node):
     return out
 
 
+def _exponent(r):
+    """``u`` with ``r == exp(u)``, ``r`` an exp or a product of exps (``exp(-x)*exp(-x - exp(-x))``, as
+    the chain rule leaves the derivative of a Gumbel density), or None."""
+    factors = sp.Mul.make_args(r)
+    if not all(f.func is sp.exp for f in factors):
+        return None
+    return sp.Add(*[f.args[0] for f in factors])
+
+
 def _exp_diff(node):
+    """c*exp(a) - c*exp(b) -> c*exp(b)*expm1(a - b), a - b formed symbolically; each term may be a
+    product of exps (their exponents are added)."""
     if not node.is_Add:
         return []
-    ex = [(coeff_and_rest(t), t) for t in node.args]
-    ex = [((c, r), t) for (c, r), t in ex if r.func is sp.exp]
+    ex = [((c, _exponent(r)), t) for (c, r), t in ((coeff_and_rest(t), t) for t in node.args)]
+    ex = [((c, u), t) for (c, u), t in ex if u is not None]
     out = []
     for (c1, a), t1 in ex:
         for (c2, b), t2 in ex:
             if t1 != t2 and c1 == -c2 and c1 > 0:
-                out.append(node - t1 - t2 + c1 * sp.exp(b.args[0]) * expm1(sp.expand(a.args[0] - b.args[0])))
+                out.append(node - t1 - t2 + c1 * sp.exp(b) * expm1(sp.expand(a - b)))
     return out
 
 
 def _exp_with_cofactor(t):
-    """``(c, P, u)`` with ``t == c*P*exp(u)`` (c numeric, P free of exp), or None."""
+    """``(c, P, u)`` with ``t == c*P*exp(u)`` (c numeric, P free of exp; several exp factors are one
+    exp of the sum of their exponents), or None."""
     c, r = coeff_and_rest(t)
     exps = [f for f in sp.Mul.make_args(r) if f.func is sp.exp]
-    if len(exps) != 1:
+    if not exps:
         return None
-    P = _without(r, exps[0]) if r.is_Mul else sp.S.One
-    return c, P, exps[0].args[0]
+    P = _without(r, *exps) if r.is_Mul else sp.S.One
+    return c, P, sp.Add(*[f.args[0] for f in exps])
 
 
 def _exp_diff_cofactor(node):
