@@ -41,6 +41,7 @@ from .budget import (StabilizeBudgetExceeded, collector_paused, cpu_clock, deadl
 from .ddregion import dd_region
 from .dtype_regimes import decide_regimes
 from .numeric import compile_numpy
+from .range_probe import with_range_failures
 from .result import RewriteRecord, StabilizeResult
 from .search import DEFAULT_WORK, Search
 from .transforms import deadline
@@ -152,6 +153,9 @@ def stabilize(expr: sp.Expr, variables: Sequence[sp.Symbol], *, domain: Mapping 
         summary["float32"] = summary["float32"][:2] + widen.bits["float32"][2:]
     form, wide, note, own = best.expr, widen is not None, None, {}
     single = best.history[-1].before if best.history and best.history[-1].name == "regime_split" else None
+    if records and s.vars and not deadline_passed():  # the sweep of every binade: a rewrite's overflow window
+        checked = with_range_failures(checked, expr, [best.expr, *_pieces(best.expr), *([single] if single else [])],
+                                      s.vars, domain)
     if records:  # never worse than the formula as written, on fresh and ordinary inputs
         form, wide, note, own = accept(expr, best.expr, wide, s.vars, domain, tuple(dtypes), s.samples, single,
                                        check, may_widen=widen_float32)
@@ -275,6 +279,13 @@ def _replaced(e: sp.Basic, pairs: dict) -> sp.Basic:
 def _record_with(rec: RewriteRecord, back) -> RewriteRecord:
     return dataclasses.replace(rec, before=back(rec.before), after=back(rec.after),
                                expr_before=back(rec.expr_before), expr_after=back(rec.expr_after))
+
+
+def _pieces(expr: sp.Expr) -> list:
+    """The pieces of a regime split (nested splits flattened); none when ``expr`` is not one."""
+    if not isinstance(expr, sp.Piecewise):
+        return []
+    return [leaf for pair in expr.args for leaf in (_pieces(pair.expr) or [pair.expr])]
 
 
 def _widening_at(records) -> int:
