@@ -597,6 +597,55 @@ def _power_difference_forms(A, B, D, p, root=_principal_root):
     return forms
 
 
+def _symbolic_pow_pair(t):
+    """``(c, P, A, p)`` with ``t == c*P*A**p`` for each factor whose exponent ``p`` is not a rational
+    number (a symbol such as the ``1/n`` of an n-th root, or a float such as 0.2), ``A`` not a number."""
+    c, r = coeff_and_rest(t)
+    out = []
+    for f in sp.Mul.make_args(r):
+        A, p = f.as_base_exp()
+        if not p.is_Rational and not A.is_Number and A is not sp.E and not (p.is_Number and not p.is_Float):
+            out.append((c, _without_factor(r, f), A, p))
+    return out
+
+
+def _power_difference_any_exponent(node):
+    """c*P*A**p - c*Q*B**p -> c*B**p*(P*expm1(t) + (P - Q)), t = p*log1p((A - B)/B), for an exponent p
+    that is not a rational number, A - B formed symbolically.
+
+    ``A**p - B**p = B**p (exp(p log(A/B)) - 1)`` and ``log(A/B) = log1p((A - B)/B)``: the difference
+    of the bases is taken exactly, and the cancellation is left to expm1.  The form offered first
+    branches on the sign of ``t`` so that the factor is always the larger power and expm1's
+    argument is never positive: ``-A**p*expm1(-t)`` where ``t > 0`` (``x**(1/n)`` underflows at
+    x = 6e-10, n = 1/128 while ``expm1(t)`` overflows; no intermediate leaves the range unless
+    the result does).  Each branch alone is offered too.  The factored
+    difference of powers (:func:`_power_difference`) needs a rational exponent; this serves
+    ``(x + 1)**(1/n) - x**(1/n)`` with a symbolic ``n`` (Hamming's problem 3.4.6), powers with a
+    float exponent, and their derivatives, whose cofactors differ (``log(x + 1)*(x + 1)**(1/n) -
+    log(x)*x**(1/n)`` in the n-partial: ``P - Q`` is then a log difference for the other rules).
+    """
+    if not node.is_Add or len(node.args) < 2:
+        return []
+    terms = [(pp, t) for t in node.args for pp in _symbolic_pow_pair(t)]
+    out = []
+    for i, ((c1, P, A, p), t1) in enumerate(terms):
+        for (c2, Q, B, p2), t2 in terms[i + 1:]:
+            if t1 is t2 or c1 != -c2 or p != p2 or A == B:
+                continue
+            D = sp.expand(A - B)
+            if len(sp.Add.make_args(D)) >= len(sp.Add.make_args(sp.expand(A))) + len(sp.Add.make_args(sp.expand(B))):
+                continue  # A - B does not simplify: nothing is gained by forming it exactly
+            rest = node - t1 - t2
+            dPQ = sp.together(P - Q)
+            t = p * log1p(sp.Mul(D, sp.Pow(B, -1), evaluate=False))  # p log(A/B)
+            below = B ** p * (P * expm1(t) + dPQ)  # A**p <= B**p: expm1(t) in [-1, 0]
+            above = -(A ** p) * (Q * expm1(-t) - dPQ)  # A**p > B**p: the larger power is the factor
+            for term in (sp.Piecewise((below, t <= 0), (above, True)), below, above):
+                term = c1 * term
+                out.append(term if rest == 0 else sp.Add(rest, term, evaluate=False))
+    return out
+
+
 def _sign_abs(node):
     """u*sign(u) -> Abs(u) and Abs(u)*sign(u) -> u (exact for every real u, 0 included).
 
@@ -758,6 +807,10 @@ RULES: list[Rewrite] = [
             "A**p - B**p cancels for A ~ B; (A - B)*S_m/S_n (a difference of powers factored) forms A - B "
             "exactly", "Goldberg 1991, sec. 1.4; Hamming 1973, ch. 3 (rationalising differences of roots)",
             ((x + 1) ** sp.Rational(3, 2) - x ** sp.Rational(3, 2), {x: 1e12}, "float64")),
+    Rewrite("power_difference_any_exponent", _power_difference_any_exponent,
+            "A**p - B**p cancels for A ~ B; B**p*expm1(p*log1p((A - B)/B)) forms A - B exactly and leaves the "
+            "cancellation to expm1, for any exponent p", "Hamming 1973, ch. 3, problem 3.4.6; Higham 2002, sec. 1.14.1",
+            ((x + 1) ** (1 / y) - x ** (1 / y), {x: 1e12, y: 3.0}, "float64")),
     Rewrite("sign_times_abs", _sign_abs,
             "u*sign(u) is |u|: left unsimplified it hides a symbolic cancellation (|u| - u*sign(u))",
             "DLMF 1.1 (sign and absolute value); Goldberg 1991, sec. 1.4",
