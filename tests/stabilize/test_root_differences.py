@@ -184,3 +184,35 @@ def test_fractional_powers_of_rewritten_forms_correct_the_exponent():
     with np.errstate(all="ignore"):
         edge = evaluate(u ** sp.Rational(1, 5), [u], np.array([[0.0], [np.inf], [-2.0], [np.nan]]), "float64")
     assert edge[0] == 0.0 and edge[1] == np.inf and np.isnan(edge[2]) and np.isnan(edge[3])
+
+
+def _nthrt(x, n, part):
+    """(x + 1)**(1/n) - x**(1/n) and its partials at 700 digits (the inputs exact doubles)."""
+    with mpmath.workdps(700):  # x + 1 exact at x = 1e300
+        x, n = mpmath.mpf(float(x)), mpmath.mpf(float(n))
+        p = 1 / n
+        if part == "f":
+            return float((x + 1) ** p - x ** p)
+        if part == "x":
+            return float(p * ((x + 1) ** (p - 1) - x ** (p - 1)))
+        return float(-(mpmath.log(x + 1) * (x + 1) ** p - mpmath.log(x) * x ** p) / n ** 2)
+
+
+def test_difference_of_nth_roots_with_a_symbolic_n():
+    """Hamming's problem 3.4.6, ``(x + 1)**(1/n) - x**(1/n)`` with ``n`` an input, and both partials:
+    as written they lose every digit for large x (x + 1 ~ x); the rewrite ``power_difference_any_exponent``
+    forms the difference of the bases exactly.  Within the conditioning of the rounded ``1/n`` (the
+    relative error of ``x**(1/n)`` is ``|log x| / n`` times that rounding, as in the formula as
+    written: up to 55 ulps here), against millions as written."""
+    f = lambda x, n: (x + 1) ** (1 / n) - x ** (1 / n)  # noqa: E731
+    x = np.array([3.0, 1e3, 1e8, 1e15, 1e30, 1e100, 1e300, 1e8, 1e15, 2.5])
+    n = np.array([3.0, 2.5, 7.0, 1.5, 10.0, 3.0, 60.0, 1.0 / 3, 0.5, 0.01])
+    for part, kern in (("f", sg.jit(f)), ("x", sg.grad(f, argnums=0)), ("n", sg.grad(f, argnums=1))):
+        got = kern(x, n)
+        want = np.array([_nthrt(a, b, part) for a, b in zip(x, n)])
+        written = {"f": f(x, n), "x": (1 / n) * ((x + 1) ** (1 / n - 1) - x ** (1 / n - 1)),
+                   "n": -(np.log(x + 1) * (x + 1) ** (1 / n) - np.log(x) * x ** (1 / n)) / n ** 2}[part]
+        assert np.isfinite(got).all(), part
+        bound = 4 + 2 * np.abs(np.log(x) / n)  # ulps: the rounding of 1/n, propagated by x**(1/n)
+        assert np.all(_ulps(got, want) <= bound), (part, _ulps(got, want))
+        assert _ulps(written, want).max() > 1e6, part  # the test would not notice a form left as written
