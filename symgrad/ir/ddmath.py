@@ -76,7 +76,7 @@ import math
 __all__ = ["dd_two_sum", "dd_fast_two_sum", "dd_two_prod", "dd_add", "dd_mul", "dd_div", "dd_sqrt",
            "dd_exp", "dd_expm1", "dd_expm1_small", "dd_log", "dd_log1p", "dd_sigmoid", "dd_softplus",
            "dd_tanh", "dd_sinh", "dd_cosh", "dd_erf", "dd_erfc", "dd_sin", "dd_cos", "dd_div_float",
-           "dd_exp_neg_square",
+           "dd_exp_neg_square", "dd_square_split", "dd_twice_square", "dd_expm1_ratio",
            "dd_powi", "dd_hypot", "dd_exp_tail", "dd_expm1_tail", "dd_log_tail", "dd_log1p_tail",
            "dd_err_mul", "dd_err_div", "dd_err_powi", "dd_err_sqrt", "dd_err_hypot", "dd_err_exp_tail",
            "dd_err_expm1_tail", "dd_err_log_tail", "dd_err_log1p_tail"]
@@ -379,6 +379,15 @@ def dd_sinh_cosh_big(ah, al):
     return dd_mul(eh, el, 0.5 * eh, 0.5 * el)
 
 
+def dd_expm1_ratio(ah, al):
+    """``(m, q)`` as four floats: ``m = expm1(a)`` and ``q = m / (m + 1) = 1 - exp(-a)`` for a dd
+    ``a >= 0`` (both relatively accurate near 0)."""
+    mh, ml = dd_expm1(ah, al)
+    dh, dl = dd_add(mh, ml, 1.0, 0.0)
+    qh, ql = dd_div(mh, ml, dh, dl)
+    return mh, ml, qh, ql
+
+
 def dd_sinh(xh, xl):
     """sinh of a dd: ``m = expm1(|x|)``, ``sinh |x| = (m + m / (m + 1)) / 2`` (two positive terms:
     relatively accurate near 0, where ``m ~ |x|``); ``x`` itself below 2^-55 (``x^3/6`` is below
@@ -393,9 +402,7 @@ def dd_sinh(xh, xl):
     if ah > 709.0:
         rh, rl = dd_sinh_cosh_big(ah, al)
         return dd_odd(neg, rh, rl)
-    mh, ml = dd_expm1(ah, al)
-    dh, dl = dd_add(mh, ml, 1.0, 0.0)
-    qh, ql = dd_div(mh, ml, dh, dl)
+    mh, ml, qh, ql = dd_expm1_ratio(ah, al)
     sh, sl = dd_add(mh, ml, qh, ql)
     return dd_odd(neg, 0.5 * sh, 0.5 * sl)
 
@@ -410,9 +417,7 @@ def dd_cosh(xh, xl):
     ah, al = dd_odd(xh < 0.0, xh, xl)
     if ah > 709.0:
         return dd_sinh_cosh_big(ah, al)
-    mh, ml = dd_expm1(ah, al)
-    dh, dl = dd_add(mh, ml, 1.0, 0.0)
-    qh, ql = dd_div(mh, ml, dh, dl)
+    mh, ml, qh, ql = dd_expm1_ratio(ah, al)
     ph, pl = dd_mul(mh, ml, qh, ql)
     return dd_add(1.0, 0.0, 0.5 * ph, 0.5 * pl)
 
@@ -448,13 +453,27 @@ DD_ERF_SWITCH = 1.75  # erf by its series below, erfc by its continued fraction 
 DD_ERFC_ZERO = 27.3  # erfc(x) < 2^-1075 beyond: float64's 0
 
 
-def dd_exp_neg_square(xh, xl):
-    """exp(-x^2) of a dd with ``|x| <= 27.3``, relatively accurate: ``x^2 = xh^2 + s`` with ``xh^2``
-    exact (:func:`dd_two_prod`) and ``s = 2 xh xl + xl^2``, ``|s| <= 2^-42`` (a dd square itself
-    carries ``7u^2 x^2``, 2^-93 at x = 27, into the exponent): ``exp(-xh^2) (1 - s + s^2/2)``."""
+def dd_square_split(xh, xl):
+    """``(ph, pl, sh, sl)``: ``x^2 = (ph + pl) + (sh + sl)`` for a dd ``x``, ``ph + pl = xh^2`` exactly
+    (:func:`dd_two_prod`) and ``sh + sl = 2 xh xl + xl^2`` (``|s| <= 2^-52 xh^2``) to dd accuracy; a
+    dd square would carry its ``7u^2`` relative error, 2^-93 absolute at x = 27, into an exponent."""
     ph, pl = dd_two_prod(xh, xh)
     sh, sl = dd_two_prod(2.0 * xh, xl)
     sh, sl = dd_fast_two_sum(sh, sl + xl * xl)
+    return ph, pl, sh, sl
+
+
+def dd_twice_square(xh, xl):
+    """``2 x^2`` of a dd, from :func:`dd_square_split` (one rounding, 3u^2 relative at most)."""
+    ph, pl, sh, sl = dd_square_split(xh, xl)
+    zh, zl = dd_add(ph, pl, sh, sl)
+    return 2.0 * zh, 2.0 * zl
+
+
+def dd_exp_neg_square(xh, xl):
+    """exp(-x^2) of a dd with ``|x| <= 27.3``, relatively accurate: ``x^2 = xh^2 + s`` by
+    :func:`dd_square_split`, ``|s| <= 2^-42``, so ``exp(-x^2) = exp(-xh^2) (1 - s + s^2/2)``."""
+    ph, pl, sh, sl = dd_square_split(xh, xl)
     eh, el = dd_exp(-ph, -pl)
     fh, fl = dd_add(1.0, 0.0, -sh, -sl)
     fh, fl = dd_add(fh, fl, 0.5 * sh * sh, 0.0)  # s^3/6 < 2^-127 is dropped
@@ -465,10 +484,7 @@ def dd_erf_series(xh, xl):
     """erf of a dd with ``0 < x < DD_ERF_SWITCH``: ``(2/sqrt pi) x exp(-x^2) sum_n (2x^2)^n /
     (1*3*...*(2n+1))`` (DLMF 7.6.2; every term positive, so no cancellation at any x), the terms
     summed forward in dd while they exceed 2^-57 of the sum, then in float64 until below 2^-112."""
-    ph, pl = dd_two_prod(xh, xh)  # z = 2x^2 from the exact square of xh (a dd product is 7u^2 off)
-    sh, sl = dd_two_prod(2.0 * xh, xl)
-    zh, zl = dd_add(ph, pl, sh, sl + xl * xl)
-    zh, zl = 2.0 * zh, 2.0 * zl
+    zh, zl = dd_twice_square(xh, xl)
     sh, sl = 1.0, 0.0
     th, tl = 1.0, 0.0
     d = 1.0
@@ -501,10 +517,7 @@ def dd_erfc_cf(xh, xl):
     5 + 14/x + 100/x^2``; so the steps beyond ``J`` run in float64, the last ``J`` (43 at x = 1.75,
     5 at 27) in dd as a ratio ``R = P / Q`` (``P <- b P - a Q``, ``Q <- P``: products and sums,
     one division at the end)."""
-    ph, pl = dd_two_prod(xh, xh)
-    sh, sl = dd_two_prod(2.0 * xh, xl)
-    yh, yl = dd_add(ph, pl, sh, sl + xl * xl)
-    yh, yl = 2.0 * yh, 2.0 * yl  # 2 x^2
+    yh, yl = dd_twice_square(xh, xl)
     inv = 1.0 / xh
     n = int(5.0 + (330.0 * inv + 45.0) * inv)
     n_dd = int(5.0 + (100.0 * inv + 14.0) * inv)
