@@ -234,7 +234,7 @@ def _hypot(a, b):
 
 @pytest.mark.slow  # 19 s (CI time); the dd arithmetic regions above run on every tier by default
 def test_regions_with_functions_and_first_order_tails_run_on_the_tape_bit_identical():
-    """Regions holding dd functions (exp, log1p, sqrt ...) and ddt regions (functions with
+    """Regions holding dd functions (exp, log1p, sqrt, tanh, erfc, sin ...) and ddt regions (functions with
     first-order tails, an error bound, and the same program with dd functions where the bound
     shows cancellation): the interpreter and native tiers give the compiled helper's bits, at
     cancelling points (next to x + e^x + 1 = 0, where a ddt region recomputes), ordinary ones
@@ -249,7 +249,9 @@ def test_regions_with_functions_and_first_order_tails_run_on_the_tape_bit_identi
     a, b = sp.symbols("a b", real=True)
     regions = [dd(a + sp.exp(a) + 1), ddt(a + sp.exp(a) + 1), ddt(sp.exp(-a / b) * expm1(a * (b - a) / (a * b))),
                dd(sp.log(a * a + 1) - log1p(b * b)), ddt(sp.log(a * a + 1) - log1p(b * b) + sp.sqrt(a * a + b * b)),
-               ddt(a ** 3 / (sp.exp(b) - 1))]
+               ddt(a ** 3 / (sp.exp(b) - 1)), dd(sp.sinh(a) - a * sp.cosh(b) + a ** 2 * sp.tanh(b) / 3),
+               dd(sp.erfc(-a / sp.sqrt(2)) / 2 + a * sp.exp(-a ** 2 / 2) / sp.sqrt(2 * sp.pi) - sp.erf(b) / 7),
+               dd(sp.sin(a) - a * sp.cos(b))]
     g = Graph()
     leaves = {s: g.input(s.name, ()) for s in (a, b)}
     outs = [KernelIO(f"r{k}", from_sympy(g, u, leaves), ()) for k, u in enumerate(regions)]

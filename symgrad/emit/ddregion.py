@@ -25,13 +25,12 @@ import re
 
 import sympy as sp
 
-from ..ir.ddprogram import bound_spec, has_tails, operation_count, program_of, to_sympy, trusted_bound, without_tails
+from ..ir.ddprogram import (BINARY, UNARY, bound_spec, has_tails, operation_count, program_of, to_sympy, trusted_bound,
+                            without_tails)
 
 PATTERN = re.compile(r"\b_dd_region_[0-9a-f]{12}(?=\()")
-_CALLS = {"add": "_dd_add", "mul": "_dd_mul", "div": "_dd_div", "hypot": "_dd_hypot", "exp": "_dd_exp",
-          "expm1": "_dd_expm1", "log": "_dd_log", "log1p": "_dd_log1p", "sqrt": "_dd_sqrt", "sigmoid": "_dd_sigmoid",
-          "softplus": "_dd_softplus", "exp_tail": "_dd_exp_tail", "expm1_tail": "_dd_expm1_tail",
-          "log_tail": "_dd_log_tail", "log1p_tail": "_dd_log1p_tail"}
+# instruction -> the generated module's copy of its ddmath function ("exp" -> "_dd_exp"; neg and sub are inline)
+_CALLS = {op: "_" + fn.__name__ for op, fn in {**UNARY, **BINARY}.items() if fn is not None}
 JIT = '@numba.njit(cache=True, fastmath=False, error_model="numpy", nogil=True)'
 
 

@@ -56,14 +56,16 @@ def dd_regions_enabled() -> bool:
 
 OP_NAME = "dd_region"  # the graph op of a region (symgrad.ir.rules.ddregion)
 UNARY = {"neg": None, "exp": D.dd_exp, "expm1": D.dd_expm1, "log": D.dd_log, "log1p": D.dd_log1p,
-         "sqrt": D.dd_sqrt, "sigmoid": D.dd_sigmoid, "softplus": D.dd_softplus,
-         "exp_tail": D.dd_exp_tail, "expm1_tail": D.dd_expm1_tail, "log_tail": D.dd_log_tail,
+         "sqrt": D.dd_sqrt, "sigmoid": D.dd_sigmoid, "softplus": D.dd_softplus, "tanh": D.dd_tanh,
+         "sinh": D.dd_sinh, "cosh": D.dd_cosh, "erf": D.dd_erf, "erfc": D.dd_erfc, "sin": D.dd_sin,
+         "cos": D.dd_cos, "exp_tail": D.dd_exp_tail, "expm1_tail": D.dd_expm1_tail, "log_tail": D.dd_log_tail,
          "log1p_tail": D.dd_log1p_tail}
 TAIL = {"exp": "exp_tail", "expm1": "expm1_tail", "log": "log_tail", "log1p": "log1p_tail"}  # in ddt regions
 BASE = {**{op: op for op in UNARY}, **{tail: op for op, tail in TAIL.items()}}  # the function an instruction computes
 BINARY = {"add": D.dd_add, "sub": None, "mul": D.dd_mul, "div": D.dd_div, "hypot": D.dd_hypot}
 _SYMPY_UNARY = {sp.exp: "exp", expm1: "expm1", sp.log: "log", log1p: "log1p", sigmoid: "sigmoid",
-                softplus: "softplus"}
+                softplus: "softplus", sp.tanh: "tanh", sp.sinh: "sinh", sp.cosh: "cosh", sp.erf: "erf",
+                sp.erfc: "erfc", sp.sin: "sin", sp.cos: "cos"}
 INSTRUCTIONS = ("input", "const", "powi", *UNARY, *BINARY)
 
 
@@ -88,8 +90,9 @@ def from_sympy_region(u: sp.Expr, variables, tails: bool = False) -> tuple:
     one division per denominator factor.
 
     Raises:
-      NotImplementedError: ``u`` has a node with no double-double routine (sin, a power whose
-        exponent is not a multiple of 1/2, Piecewise ...; with ``tails``, sigmoid and softplus).
+      NotImplementedError: ``u`` has a node with no double-double routine (atan, a power whose
+        exponent is not a multiple of 1/2, Piecewise ...; with ``tails``, sigmoid, softplus, tanh,
+        sinh, cosh, erf, erfc, sin and cos).
     """
     prog: list[tuple] = []
     memo: dict = {}
@@ -204,8 +207,7 @@ def fold(program: tuple, args, *, const, neg, powi, binary, unary, every: bool =
     return vals if every else vals[-1]
 
 
-_SYMPY_OF = {"exp": sp.exp, "expm1": expm1, "log": sp.log, "log1p": log1p, "sigmoid": sigmoid, "softplus": softplus,
-             "sqrt": sp.sqrt}
+_SYMPY_OF = {**{name: cls for cls, name in _SYMPY_UNARY.items()}, "sqrt": sp.sqrt}  # instruction -> SymPy class
 _SYMPY_BINARY = {"add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b,
                  "div": lambda a, b: a / b, "hypot": hypot}
 

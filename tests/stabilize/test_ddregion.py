@@ -41,7 +41,9 @@ def test_program_round_trip_and_constants():
         assert float(back.subs({x: xv, y: yv})) == pytest.approx(float(u.subs({x: xv, y: yv})), rel=1e-15)
     assert operation_count(prog) == sum(1 for ins in prog if ins[0] not in ("input", "const"))
     with pytest.raises(NotImplementedError):
-        from_sympy_region(sp.sin(x) + 1, [x])
+        from_sympy_region(sp.atan(x) + 1, [x])
+    with pytest.raises(NotImplementedError):  # no first-order tail for the functions beyond exp and log
+        from_sympy_region(sp.exp(x) - sp.tanh(x), [x], tails=True)
 
 
 def _swish_prime_mp(v):
@@ -56,6 +58,43 @@ def test_run_is_accurate_where_float64_cancels():
         for v in -1.2784645 + np.linspace(-1e-7, 1e-7, 21):
             ref = float(1 + mpmath.mpf(v) + mpmath.exp(mpmath.mpf(v)))
             assert ulp_bits(np.array([run(prog, v)]), np.array([ref]))[0] <= 1.0
+
+
+def _gelu_prime_root():
+    with mpmath.workdps(50):
+        return float(mpmath.findroot(lambda t: mpmath.ncdf(t) + t * mpmath.npdf(t), -0.75))
+
+
+# Regions with the dd functions of each family, at points where their float64 formulas cancel: next
+# to 0 (sinh(x) - x cosh(x) + x^2 tanh(x)/3 = -13 x^5/90 + ..., sin(x) - x cos(x) = x^3/3 - ...), next
+# to the root of the GELU derivative Phi(x) + x phi(x) (x = -0.7518), where 1 - erf(x) is erfc(x),
+# next to multiples of 2 pi for 1 - cos(x).
+FUNCTION_REGIONS = {
+    "hyperbolic": (sp.sinh(x) - x * sp.cosh(x) + x ** 2 * sp.tanh(x) / 3,
+                   lambda rng: np.concatenate([10.0 ** rng.uniform(-3, 0.3, 150), -(10.0 ** rng.uniform(-3, 0.3, 50))])),
+    "erf, erfc": (sp.erfc(-x / sp.sqrt(2)) / 2 + x * sp.exp(-x ** 2 / 2) / sp.sqrt(2 * sp.pi),
+                  lambda rng: _gelu_prime_root() * (1 + rng.uniform(-1e-6, 1e-6, 200))),
+    "1 - erf": (1 - sp.erf(x), lambda rng: rng.uniform(1.0, 6.0, 200)),
+    "sin, cos": (sp.sin(x) - x * sp.cos(x), lambda rng: 10.0 ** rng.uniform(-4, 0.5, 200) * rng.choice([-1, 1], 200)),
+    "1 - cos": (1 - sp.cos(x), lambda rng: 2 * np.pi * rng.integers(-1000, 1000, 200) * (1 + rng.uniform(-1e-9, 1e-9, 200))),
+}
+
+
+@pytest.mark.parametrize("family", list(FUNCTION_REGIONS))
+def test_regions_with_hyperbolic_error_and_trigonometric_functions_are_accurate(family):
+    """``run`` (the kernel helper's arithmetic) is within 1 ulp of mpmath where float64 loses many
+    bits (the formula as written in NumPy, more than 2^10 ulps at some of the points)."""
+    region, draw = FUNCTION_REGIONS[family]
+    X = draw(np.random.default_rng(11))
+    program = from_sympy_region(region, [x])
+    assert {ins[0] for ins in program} & {"tanh", "sinh", "cosh", "erf", "erfc", "sin", "cos"}
+    with mpmath.workdps(60):
+        f = sp.lambdify(x, region, "mpmath")
+        ref = np.array([float(f(mpmath.mpf(float(v)))) for v in X])
+    got = ulp_bits(np.array([run(program, v) for v in X]), ref)
+    assert got.max() <= 1.0, (family, X[np.argmax(got)])
+    naive = ulp_bits(np.asarray(sp.lambdify(x, region, ["numpy", "scipy"])(X), dtype=np.float64), ref)
+    assert naive.max() > 10.0, family
 
 
 def test_dd_region_node_facets():
@@ -245,6 +284,7 @@ VECTOR_REGIONS = [  # (region, inputs, first-order tails)
     (x + sp.exp(x) + 1, [x], True),
     (sp.exp(-_z / x) - sp.exp(-_z / _y), [x, _y, _z], True),
     (sp.log(x / _y) - sp.log((1 - x) / (1 - _y)), [x, _y], True),
+    (sp.tanh(x) - sp.sinh(_y) + sp.cosh(x) * sp.erf(_y) - sp.erfc(x) + sp.sin(_y) * sp.cos(x), [x, _y], False),
 ]
 
 
