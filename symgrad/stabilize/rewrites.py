@@ -635,15 +635,29 @@ def _power_difference_any_exponent(node):
             D = sp.expand(A - B)
             if len(sp.Add.make_args(D)) >= len(sp.Add.make_args(sp.expand(A))) + len(sp.Add.make_args(sp.expand(B))):
                 continue  # A - B does not simplify: nothing is gained by forming it exactly
-            rest = node - t1 - t2
-            dPQ = sp.together(P - Q)
+            rest, c = node - t1 - t2, c1
+            if D.is_number and D < 0:  # the smaller base below: log1p of a positive ratio never cancels
+                A, B, P, Q, c, D = B, A, Q, P, -c1, -D  # (log1p(-1/(x + 1)) is log1p(-1) = -inf at x = 1e-176)
             t = p * log1p(sp.Mul(D, sp.Pow(B, -1), evaluate=False))  # p log(A/B)
-            below = B ** p * (P * expm1(t) + dPQ)  # A**p <= B**p: expm1(t) in [-1, 0]
-            above = -(A ** p) * (Q * expm1(-t) - dPQ)  # A**p > B**p: the larger power is the factor
-            for term in (sp.Piecewise((below, t <= 0), (above, True)), below, above):
-                term = c1 * term
-                out.append(term if rest == 0 else sp.Add(rest, term, evaluate=False))
+            for k, dPQ in enumerate(_cofactor_differences(P, Q)):
+                below = B ** p * (P * expm1(t) + dPQ)  # A**p <= B**p: expm1(t) in [-1, 0]
+                above = -(A ** p) * (Q * expm1(-t) - dPQ)  # A**p > B**p: the larger power is the factor
+                for term in (sp.Piecewise((below, t <= 0), (above, True)),) + ((below, above) if k == 0 else ()):
+                    term = c * term
+                    out.append(term if rest == 0 else sp.Add(rest, term, evaluate=False))
     return out
+
+
+def _cofactor_differences(P, Q) -> list:
+    """``P - Q`` formed symbolically (``together``), then with a difference of logs in it taken as
+    one log (:func:`_log_diff`): the n-partial of ``(x + 1)**(1/n) - x**(1/n)`` has cofactors
+    ``log(x + 1)/n**2`` and ``log(x)/n**2``, whose difference cancels as written."""
+    out = [sp.together(P - Q)]
+    d = sp.factor_terms(P - Q)
+    for arg in (sp.Mul.make_args(d) if d.is_Mul else (d,)):
+        if arg.is_Add:
+            out += [d.xreplace({arg: r}) for r in _log_diff(arg)]
+    return list(dict.fromkeys(out))[:3]
 
 
 def _sign_abs(node):
@@ -810,7 +824,7 @@ RULES: list[Rewrite] = [
     Rewrite("power_difference_any_exponent", _power_difference_any_exponent,
             "A**p - B**p cancels for A ~ B; B**p*expm1(p*log1p((A - B)/B)) forms A - B exactly and leaves the "
             "cancellation to expm1, for any exponent p", "Hamming 1973, ch. 3, problem 3.4.6; Higham 2002, sec. 1.14.1",
-            ((x + 1) ** (1 / y) - x ** (1 / y), {x: 1e12, y: 3.0}, "float64")),
+            ((x + 1) ** (1 / y) - x ** (1 / y), {x: 1e12, y: 4.0}, "float64")),
     Rewrite("sign_times_abs", _sign_abs,
             "u*sign(u) is |u|: left unsimplified it hides a symbolic cancellation (|u| - u*sign(u))",
             "DLMF 1.1 (sign and absolute value); Goldberg 1991, sec. 1.4",
