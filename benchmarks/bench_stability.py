@@ -8,7 +8,8 @@ and for ``jax.grad`` of it (each partial), in x64 for float64 and in float32 for
 a JAX user gets from the naive formula (XLA's own exp/log/tanh included).  The suite: the
 original 42 expressions, the textbook cancellation problems of Hamming's chapter 3
 (as collected by Herbie/FPBench), machine-learning activations and losses, and physics
-and statistics formulas (109 expressions; with the rest of Hamming's chapter 3, all 28 of FPBench's hamming-ch3 suite).  The summary also counts the cases that are
+and statistics formulas (109 expressions, among them all 28 of FPBench's hamming-ch3 suite).  The
+summary also counts the cases that are
 worse than the naive formula on a fresh sample (issue 16's never-worse criterion).
 Writes ``benchmarks/results/stability.md``.
 
