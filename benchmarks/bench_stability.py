@@ -8,7 +8,8 @@ and for ``jax.grad`` of it (each partial), in x64 for float64 and in float32 for
 a JAX user gets from the naive formula (XLA's own exp/log/tanh included).  The suite: the
 original 42 expressions, the textbook cancellation problems of Hamming's chapter 3
 (as collected by Herbie/FPBench), machine-learning activations and losses, and physics
-and statistics formulas (104 expressions).  The summary also counts the cases that are
+and statistics formulas (109 expressions, among them all 28 of FPBench's hamming-ch3 suite).  The
+summary also counts the cases that are
 worse than the naive formula on a fresh sample (issue 16's never-worse criterion).
 Writes ``benchmarks/results/stability.md``.
 
@@ -112,6 +113,13 @@ SUITE = [
     ("invcot", 1 / x - 1 / sp.tan(x), [x], {x: (1e-8, 1.5)}),
     ("expq3", t * (E((a + b) * t) - 1) / ((E(a * t) - 1) * (E(b * t) - 1)), [a, b, t],
      {a: (0.5, 2.0), b: (0.5, 2.0), t: (1e-8, 1e-2)}),
+    # the rest of Hamming's chapter 3 (FPBench hamming-ch3): e^x - 2 + e^-x, 1/(x+1) - 1/x, the halved-b
+    # quadratic root, sqrt(x+1) - sqrt(x) on [1, 1e300], and the n-th root difference with n an input
+    ("exp2", E(x) - 2 + E(-x), [x], {x: (-700.0, 700.0)}),
+    ("2frac", 1 / (x + 1) - 1 / x, [x], {x: (1.0, 1e300)}),
+    ("quad2p", (-b / 2 + sp.sqrt(b**2 / 4 - a * c)) / a, [a, b, c], {a: (0.5, 2.0), b: (1.0, 1e8), c: (0.5, 2.0)}),
+    ("2sqrt", sp.sqrt(x + 1) - sp.sqrt(x), [x], {x: (1.0, 1e300)}),
+    ("2nthrt n", (x + 1) ** (1 / m) - x ** (1 / m), [x, m], {x: (1.0, 1e300), m: (1.0, 100.0)}),
     ("heron area", sp.sqrt((a + b + c) * (-a + b + c) * (a - b + c) * (a + b - c)) / 4, [a, b, c],
      {a: (1.0, 2.0), b: (1.0, 2.0), c: (1.0, 2.0)}),
     # -- machine learning activations and losses

@@ -196,7 +196,8 @@ def test_double_double_regions_run_on_the_tape_bit_identical():
 
     a, b, c = sp.symbols("a b c", real=True)
     regions = [a + b + c - a * b, a * b - c * c + sp.Rational(1, 3), (a - b) / (c + 2) - a / 3,
-               (a + b) ** 3 - c ** -2, -(a * a) + b ** 2 * c, a / b + b / a - 2]
+               (a + b) ** 3 - c ** -2, -(a * a) + b ** 2 * c, a / b + b / a - 2,
+               sp.Max(a, b, c) * sp.Min(a, b) - a * b + sp.Min(b, c) / 3]  # maximum/minimum: selections, NaN first
     g = Graph()
     leaves = {s: g.input(s.name, ()) for s in (a, b, c)}
     outs = [KernelIO(f"r{k}", from_sympy(g, dd(u), leaves), ()) for k, u in enumerate(regions)]

@@ -108,6 +108,15 @@ class _DD:
         either = self.op("add", self.op("sub", q1, q1), self.op("sub", bh, bh))  # q1 or the divisor not finite
         return self.select(self.op("ne", either, self.zero), (q1, self.zero), self.add(q1f, q2f, q3, self.zero))
 
+    def extreme(self, op, ah, al, bh, bl):
+        """:func:`~symgrad.ir.ddmath.dd_max` (``op`` "maximum") or ``dd_min``: NaN first, then the sign of
+        ``(ah - bh) + (al - bl)``."""
+        d = self.op("add", self.op("sub", ah, bh), self.op("sub", al, bl))
+        pick_a = self.op("le", self.zero, d) if op == "maximum" else self.op("le", d, self.zero)
+        out = self.select(pick_a, (ah, al), (bh, bl))
+        out = self.select(self.op("ne", bh, bh), (bh, bl), out)
+        return self.select(self.op("ne", ah, ah), (ah, al), out)
+
     def powi(self, ah, al, n):
         m = n if n >= 0 else -n
         r = (self.const(1.0), self.zero)
@@ -180,6 +189,8 @@ def _lower(dd: _DD, program: tuple, args: list[int]) -> list[tuple[int, int]]:
             v = dd.add(ah, al, emit("neg", bh), emit("neg", bl))
         elif op in ("add", "mul", "div"):
             v = getattr(dd, op)(*vals[ins[1]], *vals[ins[2]])
+        elif op in ("maximum", "minimum"):
+            v = dd.extreme(op, *vals[ins[1]], *vals[ins[2]])
         elif op == "powi":
             v = dd.powi(*vals[ins[1]], ins[2])
         elif f"dd_{op}_hi" in FUNCTION_OPCODES:

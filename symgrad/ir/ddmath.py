@@ -77,7 +77,7 @@ __all__ = ["dd_two_sum", "dd_fast_two_sum", "dd_two_prod", "dd_add", "dd_mul", "
            "dd_exp", "dd_expm1", "dd_expm1_small", "dd_log", "dd_log1p", "dd_sigmoid", "dd_softplus",
            "dd_tanh", "dd_sinh", "dd_cosh", "dd_erf", "dd_erfc", "dd_sin", "dd_cos", "dd_div_float",
            "dd_exp_neg_square", "dd_square_split", "dd_twice_square", "dd_expm1_ratio",
-           "dd_powi", "dd_hypot", "dd_exp_tail", "dd_expm1_tail", "dd_log_tail", "dd_log1p_tail",
+           "dd_powi", "dd_hypot", "dd_max", "dd_min", "dd_exp_tail", "dd_expm1_tail", "dd_log_tail", "dd_log1p_tail",
            "dd_err_mul", "dd_err_div", "dd_err_powi", "dd_err_sqrt", "dd_err_hypot", "dd_err_exp_tail",
            "dd_err_expm1_tail", "dd_err_log_tail", "dd_err_log1p_tail"]
 
@@ -680,6 +680,31 @@ def dd_cos(xh, xl):
     if abs(xh) > DD_TRIG_MAX:
         return math.cos(xh), 0.0
     return dd_sincos_quadrant(xh, xl, 1)
+
+
+def dd_max(ah, al, bh, bl):
+    """max of two dd numbers, exactly (a selection): NaN if either is NaN (as NumPy's ``maximum``);
+    ``a`` where ``(ah - bh) + (al - bl) >= 0`` (the sign of the dd difference: ``ah - bh`` is exact
+    when the two are close, Sterbenz 1974), else ``b``.  The max-shift of a softmax or a
+    log-sum-exp (``exp(b - Max(a, b, c))``) inside a region."""
+    if ah != ah:
+        return ah, al
+    if bh != bh:
+        return bh, bl
+    if (ah - bh) + (al - bl) >= 0.0:
+        return ah, al
+    return bh, bl
+
+
+def dd_min(ah, al, bh, bl):
+    """min of two dd numbers, exactly (see :func:`dd_max`)."""
+    if ah != ah:
+        return ah, al
+    if bh != bh:
+        return bh, bl
+    if (ah - bh) + (al - bl) <= 0.0:
+        return ah, al
+    return bh, bl
 
 
 def dd_exp_tail(xh, xl):

@@ -62,7 +62,8 @@ UNARY = {"neg": None, "exp": D.dd_exp, "expm1": D.dd_expm1, "log": D.dd_log, "lo
          "log1p_tail": D.dd_log1p_tail}
 TAIL = {"exp": "exp_tail", "expm1": "expm1_tail", "log": "log_tail", "log1p": "log1p_tail"}  # in ddt regions
 BASE = {**{op: op for op in UNARY}, **{tail: op for op, tail in TAIL.items()}}  # the function an instruction computes
-BINARY = {"add": D.dd_add, "sub": None, "mul": D.dd_mul, "div": D.dd_div, "hypot": D.dd_hypot}
+BINARY = {"add": D.dd_add, "sub": None, "mul": D.dd_mul, "div": D.dd_div, "hypot": D.dd_hypot,
+          "maximum": D.dd_max, "minimum": D.dd_min}
 _SYMPY_UNARY = {sp.exp: "exp", expm1: "expm1", sp.log: "log", log1p: "log1p", sigmoid: "sigmoid",
                 softplus: "softplus", sp.tanh: "tanh", sp.sinh: "sinh", sp.cosh: "cosh", sp.erf: "erf",
                 sp.erfc: "erfc", sp.sin: "sin", sp.cos: "cos"}
@@ -159,6 +160,13 @@ def from_sympy_region(u: sp.Expr, variables, tails: bool = False) -> tuple:
             return rec(e.args[0])
         if isinstance(e, hypot):
             return add(("hypot", rec(e.args[0]), rec(e.args[1])))
+        if isinstance(e, (sp.Max, sp.Min)):  # Max(a, b, c) as maximum(maximum(a, b), c), arguments in SymPy's order
+            op = "maximum" if isinstance(e, sp.Max) else "minimum"
+            args = [rec(t) for t in e.args]
+            acc = args[0]
+            for t in args[1:]:
+                acc = add((op, acc, t))
+            return acc
         name = _SYMPY_UNARY.get(e.func)
         if name is None:
             raise NotImplementedError(f"double-double region: no routine for {e.func.__name__}")
@@ -209,7 +217,7 @@ def fold(program: tuple, args, *, const, neg, powi, binary, unary, every: bool =
 
 _SYMPY_OF = {**{name: cls for cls, name in _SYMPY_UNARY.items()}, "sqrt": sp.sqrt}  # instruction -> SymPy class
 _SYMPY_BINARY = {"add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b,
-                 "div": lambda a, b: a / b, "hypot": hypot}
+                 "div": lambda a, b: a / b, "hypot": hypot, "maximum": sp.Max, "minimum": sp.Min}
 
 
 def _sympy_const(hi: float, lo: float) -> sp.Expr:
@@ -299,7 +307,7 @@ def bound_spec(ins: tuple, k: int) -> tuple:
         return None, ()
     if op == "neg":
         return "copy", (("s", ins[1]),)
-    if op in ("add", "sub"):
+    if op in ("add", "sub", "maximum", "minimum"):  # a max or min is one of its operands: the sum of their bounds bounds it
         return "sum", (("s", ins[1]), ("s", ins[2]))
     name, pattern = _BOUND[op]
     refs = {"v": ("hi", k), "a": ("hi", ins[1]), "sa": ("s", ins[1])}

@@ -285,6 +285,10 @@ VECTOR_REGIONS = [  # (region, inputs, first-order tails)
     (sp.exp(-_z / x) - sp.exp(-_z / _y), [x, _y, _z], True),
     (sp.log(x / _y) - sp.log((1 - x) / (1 - _y)), [x, _y], True),
     (sp.tanh(x) - sp.sinh(_y) + sp.cosh(x) * sp.erf(_y) - sp.erfc(x) + sp.sin(_y) * sp.cos(x), [x, _y], False),
+    ((sp.exp(_y - sp.Max(x, _y, _z)) + sp.exp(_z - sp.Max(x, _y, _z))) * sp.exp(x - sp.Max(x, _y, _z))
+     / (sp.exp(x - sp.Max(x, _y, _z)) + sp.exp(_y - sp.Max(x, _y, _z)) + sp.exp(_z - sp.Max(x, _y, _z))) ** 2,
+     [x, _y, _z], False),
+    (sp.Min(x, _y) * sp.Max(x, _y) - x * _y + sp.exp(x - sp.Max(x, _y)), [x, _y], True),
 ]
 
 
@@ -342,3 +346,27 @@ def test_marking_every_occurrence_survives_parents_sympy_reorders(monkeypatch):
     d1 = (np.log(S / K) + (r + 0.5 * sigma**2) * T) / (sigma * np.sqrt(T))
     want = S * ndtr(d1) - K * np.exp(-r * T) * ndtr(d1 - sigma * np.sqrt(T))
     np.testing.assert_allclose(sg.jit(call_price_erf, signature="(5)->()")(P), want, rtol=1e-13)
+
+
+def _softmax_slope(a, b, c):
+    """d/da of exp(a)/(exp(a) + exp(b) + exp(c)), s (1 - s) with 1 - s formed without cancelling, at 60 digits."""
+    with mpmath.workdps(60):
+        a, b, c = (mpmath.mpf(float(v)) for v in (a, b, c))
+        m = max(a, b, c)
+        ea, eb, ec = mpmath.exp(a - m), mpmath.exp(b - m), mpmath.exp(c - m)
+        return float(ea * (eb + ec) / (ea + eb + ec) ** 2)
+
+
+def test_max_shifted_softmax_derivative_takes_a_region_and_is_within_two_ulps():
+    """The max-shifted derivative of a softmax, ``s (1 - s)`` with ``exp(b - Max(a, b, c))`` ..., rounds to
+    3 ulps at nearly equal logits where the formula as written happens to be within 1 ulp (issue 16,
+    point 1); a region may now hold ``Max`` (exact in double-double: a selection), so its first-order
+    tail region brings it within 2 ulps there, and it stays finite at logits near +-700 where the
+    formula as written overflows."""
+    g = sg.grad(lambda a, b, c: np.exp(a) / (np.exp(a) + np.exp(b) + np.exp(c)), argnums=0)
+    pts = np.array([[-0.2924896, -0.30007642, -0.29252993], [1e-12, 0.99, 30.0], [0.3, 0.31, 0.2999],
+                    [-10.0, -1.0, 1e-8], [700.0, 699.5, -700.0], [-720.0, -719.0, -721.5], [2.0, 2.0, 2.0]])
+    got = g(pts[:, 0], pts[:, 1], pts[:, 2])
+    want = np.array([_softmax_slope(*p) for p in pts])
+    assert np.all(ulp_bits(got, want) <= TWO_ULPS), ulp_bits(got, want)
+    assert "double_double" in g.source(*pts[0])
