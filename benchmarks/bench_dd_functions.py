@@ -41,21 +41,34 @@ def _log_u(lo, hi):
 
 S = D.DD_ERF_SWITCH
 RANGES = {  # function: [(range, points)]
-    "tanh": [("1e-290 < abs(x) < 1", _signed(_log_u(-290, 0))), ("abs(x) within 0.01 of 0.55", _signed(0.55 + _u(-0.01, 0.01))),
+    "tanh": [("1e-290 < abs(x) < 1", _signed(_log_u(-290, 0))),
+             ("abs(x) within 0.01 of 0.55", _signed(0.55 + _u(-0.01, 0.01))),
              ("1 < abs(x) < 40", _signed(_u(1, 40)))],
-    "sinh": [("1e-290 < abs(x) < 3", _signed(_log_u(-290, 0.5))), ("3 < abs(x) < 709", _signed(_u(3, 709))),
+    "sinh": [("1e-290 < abs(x) < 3", _signed(_log_u(-290, 0.5))),
+             ("3 < abs(x) < 709", _signed(_u(3, 709))),
              ("709 < abs(x) < 710.47", _signed(_u(709, 710.47)))],
-    "cosh": [("abs(x) < 3", _u(-3, 3)), ("3 < abs(x) < 709", _signed(_u(3, 709))), ("709 < abs(x) < 710.47", _signed(_u(709, 710.47)))],
-    "erf": [("1e-290 < abs(x) < 1", _signed(_log_u(-290, 0))), (f"abs(x) < {S}", _u(-S, S)),
-            (f"abs(x) within 0.02 of {S}", _signed(S + _u(-0.02, 0.02))), (f"{S} < abs(x) < 6", _signed(_u(S, 6))),
+    "cosh": [("abs(x) < 3", _u(-3, 3)),
+             ("3 < abs(x) < 709", _signed(_u(3, 709))),
+             ("709 < abs(x) < 710.47", _signed(_u(709, 710.47)))],
+    "erf": [("1e-290 < abs(x) < 1", _signed(_log_u(-290, 0))),
+             (f"abs(x) < {S}", _u(-S, S)),
+            (f"abs(x) within 0.02 of {S}", _signed(S + _u(-0.02, 0.02))),
+             (f"{S} < abs(x) < 6", _signed(_u(S, 6))),
             ("6 < abs(x) < 30", _signed(_u(6, 30)))],
-    "erfc": [("1e-290 < abs(x) < 1", _signed(_log_u(-290, 0))), (f"abs(x) < {S}", _u(-S, S)),
-             (f"abs(x) within 0.02 of {S}", _signed(S + _u(-0.02, 0.02))), (f"{S} < x < 6", _u(S, 6)),
-             ("6 < x < 25.9 (tail normal)", _u(6, 25.9)), (f"-30 < x < -{S}", _u(-30, -S))],
-    "sin": [("1e-290 < abs(x) < 5", _signed(_log_u(-290, 0.7))), ("5 < abs(x) < 1e5", _signed(_log_u(0.7, 5))),
-            ("1e5 < abs(x) < 1e8", _signed(_log_u(5, 8))), ("next to k pi, abs(k) < 3e4", np.round(_u(-3e4, 3e4)) * math.pi)],
-    "cos": [("1e-290 < abs(x) < 5", _signed(_log_u(-290, 0.7))), ("5 < abs(x) < 1e5", _signed(_log_u(0.7, 5))),
-            ("1e5 < abs(x) < 1e8", _signed(_log_u(5, 8))), ("next to (k + 1/2) pi", (np.round(_u(-3e4, 3e4)) + 0.5) * math.pi)],
+    "erfc": [("1e-290 < abs(x) < 1", _signed(_log_u(-290, 0))),
+             (f"abs(x) < {S}", _u(-S, S)),
+             (f"abs(x) within 0.02 of {S}", _signed(S + _u(-0.02, 0.02))),
+             (f"{S} < x < 6", _u(S, 6)),
+             ("6 < x < 25.9 (tail normal)", _u(6, 25.9)),
+             (f"-30 < x < -{S}", _u(-30, -S))],
+    "sin": [("1e-290 < abs(x) < 5", _signed(_log_u(-290, 0.7))),
+             ("5 < abs(x) < 1e5", _signed(_log_u(0.7, 5))),
+            ("1e5 < abs(x) < 1e8", _signed(_log_u(5, 8))),
+             ("next to k pi, abs(k) < 3e4", np.round(_u(-3e4, 3e4)) * math.pi)],
+    "cos": [("1e-290 < abs(x) < 5", _signed(_log_u(-290, 0.7))),
+             ("5 < abs(x) < 1e5", _signed(_log_u(0.7, 5))),
+            ("1e5 < abs(x) < 1e8", _signed(_log_u(5, 8))),
+             ("next to (k + 1/2) pi", (np.round(_u(-3e4, 3e4)) + 0.5) * math.pi)],
 }
 COST_AT = {"exp": [0.3, 700.0], "tanh": [0.001, 0.5, 20.0], "sinh": [0.001, 5.0, 709.5], "cosh": [0.001, 5.0, 709.5],
            "erf": [0.001, 1.0, 1.74, 1.75, 3.0, 10.0, 27.0], "erfc": [0.001, 1.0, 1.74, 1.75, 3.0, 10.0, -1.75],
@@ -97,13 +110,15 @@ def dd_operations(name: str, x: float) -> int:
 def main() -> None:
     rows = [f"| {name} | {label} | {worst_bits(name, xs):.1f} |" for name, ranges in RANGES.items()
             for label, xs in ranges]
-    cost = [f"| {name} | " + ", ".join(f"{x:g}: {dd_operations(name, x)}" for x in xs) + " |" for name, xs in COST_AT.items()]
+    cost = [f"| {name} | " + ", ".join(f"{x:g}: {dd_operations(name, x)}" for x in xs) + " |"
+            for name, xs in COST_AT.items()]
     text = "\n".join([
         "# Double-double functions: accuracy and cost (benchmarks/bench_dd_functions.py)", "",
         f"Date: {datetime.datetime.now().isoformat(timespec='seconds')}  ",
         f"Machine: {platform.platform()}, {os.cpu_count()} CPUs, Python {platform.python_version()}  ",
         "Command: `python benchmarks/bench_dd_functions.py`  ",
-        f"{N} points per range, each a float with a random dd tail (abs(lo) <= 2^-54 abs(x)); reference mpmath at 200 bits.", "",
+        f"{N} points per range, each a float with a random dd tail (abs(lo) <= 2^-54 abs(x)); "
+        "reference mpmath at 200 bits.", "",
         "| function | range | log2 max relative error |", "|---|---|---|", *rows, "",
         "dd operations per call (dd_add, dd_mul, dd_div_float calls; a dd_div is five) at x:", "",
         "| function | x: operations |", "|---|---|", *cost, ""])

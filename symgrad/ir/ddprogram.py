@@ -307,7 +307,7 @@ def bound_spec(ins: tuple, k: int) -> tuple:
         return None, ()
     if op == "neg":
         return "copy", (("s", ins[1]),)
-    if op in ("add", "sub", "maximum", "minimum"):  # a max or min is one of its operands: the sum of their bounds bounds it
+    if op in ("add", "sub", "maximum", "minimum"):  # a max or min is one of its operands: the sum of bounds bounds it
         return "sum", (("s", ins[1]), ("s", ins[2]))
     name, pattern = _BOUND[op]
     refs = {"v": ("hi", k), "a": ("hi", ins[1]), "sa": ("s", ins[1])}

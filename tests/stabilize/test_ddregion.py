@@ -71,12 +71,14 @@ def _gelu_prime_root():
 # next to multiples of 2 pi for 1 - cos(x).
 FUNCTION_REGIONS = {
     "hyperbolic": (sp.sinh(x) - x * sp.cosh(x) + x ** 2 * sp.tanh(x) / 3,
-                   lambda rng: np.concatenate([10.0 ** rng.uniform(-3, 0.3, 150), -(10.0 ** rng.uniform(-3, 0.3, 50))])),
+                   lambda rng: np.concatenate([10.0 ** rng.uniform(-3, 0.3, 150),
+                                               -(10.0 ** rng.uniform(-3, 0.3, 50))])),
     "erf, erfc": (sp.erfc(-x / sp.sqrt(2)) / 2 + x * sp.exp(-x ** 2 / 2) / sp.sqrt(2 * sp.pi),
                   lambda rng: _gelu_prime_root() * (1 + rng.uniform(-1e-6, 1e-6, 200))),
     "1 - erf": (1 - sp.erf(x), lambda rng: rng.uniform(1.0, 6.0, 200)),
     "sin, cos": (sp.sin(x) - x * sp.cos(x), lambda rng: 10.0 ** rng.uniform(-4, 0.5, 200) * rng.choice([-1, 1], 200)),
-    "1 - cos": (1 - sp.cos(x), lambda rng: 2 * np.pi * rng.integers(-1000, 1000, 200) * (1 + rng.uniform(-1e-9, 1e-9, 200))),
+    "1 - cos": (1 - sp.cos(x),
+                lambda rng: 2 * np.pi * rng.integers(-1000, 1000, 200) * (1 + rng.uniform(-1e-9, 1e-9, 200))),
 }
 
 

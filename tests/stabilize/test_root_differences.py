@@ -207,7 +207,8 @@ def test_difference_of_nth_roots_with_a_symbolic_n():
     f = lambda x, n: (x + 1) ** (1 / n) - x ** (1 / n)  # noqa: E731
     x = np.array([3.0, 1e3, 1e8, 1e15, 1e30, 1e100, 1e300, 1e8, 1e15, 2.5])
     n = np.array([3.0, 2.5, 7.0, 1.5, 10.0, 3.0, 60.0, 1.0 / 3, 0.5, 0.01])
-    for part, kern in (("f", sg.jit(f)), ("x", sg.grad(f, argnums=0))):  # the n-partial's form depends on the search path
+    # (the n-partial's form depends on the search path at the default budget: not asserted)
+    for part, kern in (("f", sg.jit(f)), ("x", sg.grad(f, argnums=0))):
         got = kern(x, n)
         want = np.array([_nthrt(a, b, part) for a, b in zip(x, n)])
         written = {"f": f(x, n), "x": (1 / n) * ((x + 1) ** (1 / n - 1) - x ** (1 / n - 1)),
