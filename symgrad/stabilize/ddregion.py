@@ -202,10 +202,12 @@ def dd_region(expr: sp.Expr, variables: Sequence[sp.Symbol], sample: Sample, ori
       included, within 1 (else 2) ulps at every point;
     * it is worse than the formula as written only within the conditioning bound (beyond 2 ulps
       where that formula is within 1 ulp, by fewer bits than ``log2(1 + kappa)``: the rounding of
-      several float64 operations on ``hypot(x, y)`` in ``-(y/h)/h/h``): only cheap regions, of
+      several float64 operations on ``hypot(x, y)`` in ``-(y/h)/h/h``): cheap regions first, of
       arithmetic, square roots and ``hypot`` (some 10-35x the float64 operations they replace)
       or ``ddt`` ones (exp, log ... with first-order tails; against 40-400x for dd exps), which
-      must be within 1 (else 2) ulps wherever the formula as written is within 1 ulp.
+      must be within 1 (else 2) ulps wherever the formula as written is within 1 ulp; where none
+      repairs a point, a region with dd functions, on the same terms (``b - a cos t`` of the law of
+      cosines' derivative, whose float64 ``cos`` rounding alone is 3 ulps of the difference).
 
     Args:
       expr: the chosen float64 form.
@@ -231,17 +233,22 @@ def dd_region(expr: sp.Expr, variables: Sequence[sp.Symbol], sample: Sample, ori
     # when a region of arithmetic could repair them and the form is already at 2 ulps where the
     # formula as written is within 1 ulp somewhere on the search's points or the box sample's.
     cheap = [c for c in cands if c[2] == 0]
-    if not (cheap and any(_cheap(leaf) is not None for _, leaf in _leaves(expr))) \
-            or not ((naive <= ONE_ULP + 1e-9) & (before >= TWO_ULPS - 1e-9)).any():
+    costly = [c for c in cands if c[2] > 0]
+    may_cheap = bool(cheap and any(_cheap(leaf) is not None for _, leaf in _leaves(expr)))
+    if not (may_cheap or costly) or not ((naive <= ONE_ULP + 1e-9) & (before >= TWO_ULPS - 1e-9)).any():
         return None
     spread = _merge(spread, make_sample(original, variables, np.float64, domain=domain, n=PROBE_POINTS,
                                         seed=PROBE_SEED, real_only=True))
     full = _merge(spread, box)  # the box last: the share a ddt region recomputes is counted without it
     naive = point_bits(original, variables, full)
     before = point_bits(expr, variables, full)
-    return _first_within(expr, variables, full, before, naive <= ONE_ULP + 1e-9, cheap, deadline,
-                         lambda at_bad: _whole_pieces(expr, original, variables, at_bad), MAX_RECOMPUTED,
-                         partial=True, spread=len(spread.X))
+    hit = _first_within(expr, variables, full, before, naive <= ONE_ULP + 1e-9, cheap, deadline,
+                        lambda at_bad: _whole_pieces(expr, original, variables, at_bad), MAX_RECOMPUTED,
+                        partial=True, spread=len(spread.X)) if may_cheap else None
+    if hit is None and costly:  # no region of arithmetic repairs them: one with dd functions
+        hit = _first_within(expr, variables, full, before, naive <= ONE_ULP + 1e-9, costly, deadline,
+                            partial=True, spread=len(spread.X))
+    return hit
 
 
 def _first_within(expr, variables, full: Sample, before: np.ndarray, watched: np.ndarray, cands, deadline,
