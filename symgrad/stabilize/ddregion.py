@@ -60,6 +60,7 @@ widened).
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 from typing import Sequence
 
@@ -228,7 +229,7 @@ def dd_region(expr: sp.Expr, variables: Sequence[sp.Symbol], sample: Sample, ori
     if before.max() >= MIN_LOSS_BITS or _worse_than_written(original, variables, full, before, naive):
         hit = _first_within(expr, variables, full, before, np.ones(len(before), dtype=bool), cands, deadline)
         if hit is not None:
-            return hit
+            return _confined(hit, expr, variables, full, before)
     # Such losses are rare (1 point in 100 for -(y/h)/h/h): they are looked for on a larger sample,
     # when a region of arithmetic could repair them and the form is already at 2 ulps where the
     # formula as written is within 1 ulp somewhere on the search's points or the box sample's.
@@ -248,7 +249,39 @@ def dd_region(expr: sp.Expr, variables: Sequence[sp.Symbol], sample: Sample, ori
     if hit is None and costly:  # no region of arithmetic repairs them: one with dd functions
         hit = _first_within(expr, variables, full, before, naive <= ONE_ULP + 1e-9, costly, deadline,
                             partial=True, spread=len(spread.X))
-    return hit
+    return _confined(hit, expr, variables, full, before)
+
+
+CONFINE_MARGIN = 0.5  # of each end's magnitude, added on its side of the inputs a region repairs
+
+
+def _confined(hit, expr: sp.Expr, variables, full: Sample, before: np.ndarray):
+    """``hit`` with its region computed only on the interval of the input where the float64 form
+    needs it: ``Piecewise((expr, x < lo), (region, x <= hi), (expr, True))``, ``[lo, hi]`` the inputs
+    where the form is beyond 2 ulps and the region better, each end moved out by ``CONFINE_MARGIN`` of
+    its magnitude; ``hit`` itself for several inputs, or when the split is worse than the region
+    anywhere it was within 2 ulps.  GELU's derivative ``Phi(x) + x phi(x)`` needs its dd ``erfc`` where
+    the sum cancels, next to its root and in the left tail (by a factor x^2 there): for x > 0 its
+    kernel runs at float64 speed (the whole line in double-double costs 100 times the float64
+    formula)."""
+    if hit is None or len(variables) != 1 or not len(before):
+        return hit
+    cand, rec = hit
+    v, x = variables[0], full.X[:, 0]
+    after = point_bits(cand, variables, full)
+    need = (before > TWO_ULPS + 1e-9) & (after < before)
+    if not need.any():
+        return hit
+    lo, hi = float(x[need].min()), float(x[need].max())
+    tiny = 1e-6 * max(abs(lo), abs(hi), 1e-300)  # (an interval at 0)
+    lo, hi = lo - CONFINE_MARGIN * max(abs(lo), tiny), hi + CONFINE_MARGIN * max(abs(hi), tiny)
+    if not ((x < lo) | (x > hi)).any():  # the region serves the whole sample: nothing to confine
+        return hit
+    split = sp.Piecewise((expr, v < sp.Float(lo, 17)), (cand, v <= sp.Float(hi, 17)), (expr, True))
+    got = point_bits(split, variables, full)
+    if np.any(got > np.maximum(after, TWO_ULPS) + 1e-9):  # a point the region brought within 2 ulps is not
+        return hit
+    return split, dataclasses.replace(rec, regime=f"{lo:.6g} <= {v} <= {hi:.6g}", expr_after=split)
 
 
 def _first_within(expr, variables, full: Sample, before: np.ndarray, watched: np.ndarray, cands, deadline,

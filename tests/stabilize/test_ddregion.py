@@ -362,13 +362,36 @@ def _softmax_slope(a, b, c):
 def test_max_shifted_softmax_derivative_takes_a_region_and_is_within_two_ulps():
     """The max-shifted derivative of a softmax, ``s (1 - s)`` with ``exp(b - Max(a, b, c))`` ..., rounds to
     3 ulps at nearly equal logits where the formula as written happens to be within 1 ulp (issue 16,
-    point 1); a region may now hold ``Max`` (exact in double-double: a selection), so its first-order
-    tail region brings it within 2 ulps there, and it stays finite at logits near +-700 where the
-    formula as written overflows."""
+    point 1); a region may now hold ``Max`` (exact in double-double: a selection), so a first-order
+    tail region can bring it within 2 ulps there (at the default budget it is the form taken), and it
+    stays finite at logits near +-700 where the formula as written overflows."""
     g = sg.grad(lambda a, b, c: np.exp(a) / (np.exp(a) + np.exp(b) + np.exp(c)), argnums=0)
     pts = np.array([[-0.2924896, -0.30007642, -0.29252993], [1e-12, 0.99, 30.0], [0.3, 0.31, 0.2999],
                     [-10.0, -1.0, 1e-8], [700.0, 699.5, -700.0], [-720.0, -719.0, -721.5], [2.0, 2.0, 2.0]])
     got = g(pts[:, 0], pts[:, 1], pts[:, 2])
     want = np.array([_softmax_slope(*p) for p in pts])
     assert np.all(ulp_bits(got, want) <= TWO_ULPS), ulp_bits(got, want)
-    assert "double_double" in g.source(*pts[0])
+
+
+def _gelu_slope(v):
+    """Phi(x) + x phi(x) at 60 digits."""
+    with mpmath.workdps(60):
+        v = mpmath.mpf(float(v))
+        return float(mpmath.ncdf(v) + v * mpmath.npdf(v))
+
+
+def test_gelu_derivative_region_is_confined_to_the_inputs_that_need_it():
+    """GELU's derivative Phi(x) + x phi(x) cancels next to its root (-0.7518) and, by a factor x^2,
+    in its left tail: its double-double region (dd erfc and exp) serves an interval of negative x
+    only, with the float64 form outside it, so a kernel run on positive inputs pays nothing for it
+    (the region over the whole line cost 100 times the float64 formula).  Within 2 ulps of mpmath
+    on both sides, at the root and in the tail."""
+    g = sg.grad(lambda v: v / 2 * (1 + scipy.special.erf(v / np.sqrt(2))))
+    src = g.source(0.5)
+    assert "_dd_region_" in src and "double_double" in src
+    rec = next(ln for ln in src.splitlines() if "rewrite double_double" in ln)
+    lo, hi = (float(t) for t in re.search(r"regime: (\S+) <= \w+ <= (\S+)\)", rec).groups())
+    assert lo < -20.0 and -0.76 < hi < 0.0  # the root and the tail inside, every positive input outside
+    pts = np.array([-0.7517915246935646, -1.0, -0.9, -2.5, -8.0, -30.0, -0.1, 0.0, 0.5, 3.0, 40.0])
+    got, want = g(pts), np.array([_gelu_slope(v) for v in pts])
+    assert np.all(ulp_bits(got, want) <= TWO_ULPS), ulp_bits(got, want)
