@@ -639,25 +639,13 @@ def _power_difference_any_exponent(node):
             if D.is_number and D < 0:  # the smaller base below: log1p of a positive ratio never cancels
                 A, B, P, Q, c, D = B, A, Q, P, -c1, -D  # (log1p(-1/(x + 1)) is log1p(-1) = -inf at x = 1e-176)
             t = p * log1p(sp.Mul(D, sp.Pow(B, -1), evaluate=False))  # p log(A/B)
-            for k, dPQ in enumerate(_cofactor_differences(P, Q)):
-                below = B ** p * (P * expm1(t) + dPQ)  # A**p <= B**p: expm1(t) in [-1, 0]
-                above = -(A ** p) * (Q * expm1(-t) - dPQ)  # A**p > B**p: the larger power is the factor
-                for term in (sp.Piecewise((below, t <= 0), (above, True)),) + ((below, above) if k == 0 else ()):
-                    term = c * term
-                    out.append(term if rest == 0 else sp.Add(rest, term, evaluate=False))
+            dPQ = sp.together(P - Q)
+            below = B ** p * (P * expm1(t) + dPQ)  # A**p <= B**p: expm1(t) in [-1, 0]
+            above = -(A ** p) * (Q * expm1(-t) - dPQ)  # A**p > B**p: the larger power is the factor
+            for term in (sp.Piecewise((below, t <= 0), (above, True)), below, above):
+                term = c * term
+                out.append(term if rest == 0 else sp.Add(rest, term, evaluate=False))
     return out
-
-
-def _cofactor_differences(P, Q) -> list:
-    """``P - Q`` formed symbolically (``together``), then with a difference of logs in it taken as
-    one log (:func:`_log_diff`): the n-partial of ``(x + 1)**(1/n) - x**(1/n)`` has cofactors
-    ``log(x + 1)/n**2`` and ``log(x)/n**2``, whose difference cancels as written."""
-    out = [sp.together(P - Q)]
-    d = sp.factor_terms(P - Q)
-    for arg in (sp.Mul.make_args(d) if d.is_Mul else (d,)):
-        if arg.is_Add:
-            out += [d.xreplace({arg: r}) for r in _log_diff(arg)]
-    return list(dict.fromkeys(out))[:3]
 
 
 def _sign_abs(node):
