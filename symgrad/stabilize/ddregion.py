@@ -206,9 +206,9 @@ def dd_region(expr: sp.Expr, variables: Sequence[sp.Symbol], sample: Sample, ori
       several float64 operations on ``hypot(x, y)`` in ``-(y/h)/h/h``): cheap regions first, of
       arithmetic, square roots and ``hypot`` (some 10-35x the float64 operations they replace)
       or ``ddt`` ones (exp, log ... with first-order tails; against 40-400x for dd exps), which
-      must be within 1 (else 2) ulps wherever the formula as written is within 1 ulp; where none
-      repairs a point, a region with dd functions, on the same terms (``b - a cos t`` of the law of
-      cosines' derivative, whose float64 ``cos`` rounding alone is 3 ulps of the difference).
+      must be within 1 (else 2) ulps wherever the formula as written is within 1 ulp.  Not regions
+      with dd functions: mish's derivative took one with six (3 ulps -> 1 at a few points of
+      [-1.4, -0.2]), a hundred times the float64 formula there, and its loop no longer vectorised.
 
     Args:
       expr: the chosen float64 form.
@@ -234,9 +234,8 @@ def dd_region(expr: sp.Expr, variables: Sequence[sp.Symbol], sample: Sample, ori
     # when a region of arithmetic could repair them and the form is already at 2 ulps where the
     # formula as written is within 1 ulp somewhere on the search's points or the box sample's.
     cheap = [c for c in cands if c[2] == 0]
-    costly = [c for c in cands if c[2] > 0]
-    may_cheap = bool(cheap and any(_cheap(leaf) is not None for _, leaf in _leaves(expr)))
-    if not (may_cheap or costly) or not ((naive <= ONE_ULP + 1e-9) & (before >= TWO_ULPS - 1e-9)).any():
+    if not (cheap and any(_cheap(leaf) is not None for _, leaf in _leaves(expr))) \
+            or not ((naive <= ONE_ULP + 1e-9) & (before >= TWO_ULPS - 1e-9)).any():
         return None
     spread = _merge(spread, make_sample(original, variables, np.float64, domain=domain, n=PROBE_POINTS,
                                         seed=PROBE_SEED, real_only=True))
@@ -245,10 +244,7 @@ def dd_region(expr: sp.Expr, variables: Sequence[sp.Symbol], sample: Sample, ori
     before = point_bits(expr, variables, full)
     hit = _first_within(expr, variables, full, before, naive <= ONE_ULP + 1e-9, cheap, deadline,
                         lambda at_bad: _whole_pieces(expr, original, variables, at_bad), MAX_RECOMPUTED,
-                        partial=True, spread=len(spread.X)) if may_cheap else None
-    if hit is None and costly:  # no region of arithmetic repairs them: one with dd functions
-        hit = _first_within(expr, variables, full, before, naive <= ONE_ULP + 1e-9, costly, deadline,
-                            partial=True, spread=len(spread.X))
+                        partial=True, spread=len(spread.X))
     return _confined(hit, expr, variables, full, before)
 
 
