@@ -32,6 +32,7 @@ SUITES = [("summary.md", "Targets at a glance"),
           ("stability_issue16.md", "Stable forms beyond Herbie: never worse, across reductions, double-double "
                                    "references, JAX column (issue 16)"),
           ("stability_api.md", "The same expressions through sg.jit / sg.grad, as a user calls them (issue 16)"),
+          ("dd_functions.md", "Double-double functions of regions: error per range and cost (issue 16)"),
           ("aot.md", "Ahead-of-time modules: first-call time (issue 5)"),
           ("memory.md", "Memory: elementwise calls over 10^8 points allocate only their outputs (issue 8)"),
           ("peers.md", "Against peers: JAX, PyTensor, CasADi, autograd, SymPy, hand-written Numba (issue 7)"),
