@@ -38,10 +38,8 @@ __all__ = ["sweep_points", "range_failures", "with_range_failures"]
 STEPS_ONE = 8     # magnitudes per binade for a function of one input (about 33000 points in float64)
 STEPS_MANY = 2    # per binade for each swept input of a function of several
 OTHERS = (0.75, -1.5)  # the values the inputs not swept take
-MAX_ROWS = 40000  # rows of a sweep of several inputs (every other row of each block dropped until it fits)
+MAX_ROWS = 40000  # rows of a sweep of several inputs at most (beyond, rows evenly spaced are kept)
 MAX_POINTS = 32   # range failures per dtype that get references and join the check
-
-
 TOP_BINADES = 24  # the highest binades of each dtype, left out of the sweep (see _magnitudes)
 
 
@@ -78,7 +76,7 @@ def sweep_points(variables: Sequence[sp.Symbol], domain: Mapping | None, dtype) 
             X = X[np.linspace(0, len(X) - 1, MAX_ROWS).round().astype(int)]
     bounds = [domain_bounds(v, domain, dt) for v in variables]
     ok = np.all([(X[:, j] >= lo) & (X[:, j] <= hi) for j, (lo, hi) in enumerate(bounds)], axis=0)
-    return X[ok].astype(dt)
+    return X[ok]
 
 
 def range_failures(orig: sp.Expr, forms: Sequence[sp.Expr], variables: Sequence[sp.Symbol],

@@ -540,6 +540,11 @@ def _without_factor(r, f):
     return sp.Mul(*args)
 
 
+def _simplifies(A, B, D) -> bool:
+    """Has ``D``, the expanded ``A - B``, fewer terms than ``A`` and ``B`` together (``(x + 1) - x = 1``)?"""
+    return len(sp.Add.make_args(D)) < len(sp.Add.make_args(sp.expand(A))) + len(sp.Add.make_args(sp.expand(B)))
+
+
 def _power_difference(node):
     """c*A**p - c*B**p -> (A - B) times a sum of positive terms, p = m/n rational, A - B formed symbolically.
 
@@ -563,8 +568,8 @@ def _power_difference(node):
             if t1 is t2 or c1 != -c2 or p1 != p2 or P1 != P2 or A == B or root is not root2:
                 continue
             D = sp.expand(A - B)
-            if len(sp.Add.make_args(D)) >= len(sp.Add.make_args(sp.expand(A))) + len(sp.Add.make_args(sp.expand(B))):
-                continue  # A - B does not simplify: nothing is gained by forming it exactly
+            if not _simplifies(A, B, D):
+                continue  # nothing is gained by forming A - B exactly
             rest, coef = node - t1 - t2, c1 * P1
             for form in _power_difference_forms(A, B, D, p1, root):
                 term = form if coef == 1 else sp.Mul(coef, form, evaluate=False)  # the divisions stay nested
@@ -604,7 +609,7 @@ def _symbolic_pow_pair(t):
     out = []
     for f in sp.Mul.make_args(r):
         A, p = f.as_base_exp()
-        if not p.is_Rational and not A.is_Number and A is not sp.E and not (p.is_Number and not p.is_Float):
+        if not p.is_Rational and not A.is_Number and A is not sp.E:
             out.append((c, _without_factor(r, f), A, p))
     return out
 
@@ -633,8 +638,8 @@ def _power_difference_any_exponent(node):
             if t1 is t2 or c1 != -c2 or p != p2 or A == B:
                 continue
             D = sp.expand(A - B)
-            if len(sp.Add.make_args(D)) >= len(sp.Add.make_args(sp.expand(A))) + len(sp.Add.make_args(sp.expand(B))):
-                continue  # A - B does not simplify: nothing is gained by forming it exactly
+            if not _simplifies(A, B, D):
+                continue  # nothing is gained by forming A - B exactly
             rest, c = node - t1 - t2, c1
             if D.is_number and D < 0:  # the smaller base below: log1p of a positive ratio never cancels
                 A, B, P, Q, c, D = B, A, Q, P, -c1, -D  # (log1p(-1/(x + 1)) is log1p(-1) = -inf at x = 1e-176)

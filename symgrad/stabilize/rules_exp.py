@@ -319,7 +319,7 @@ def _exp_with_cofactor(t):
     if not exps:
         return None
     P = _without(r, *exps) if r.is_Mul else sp.S.One
-    return c, P, sp.Add(*[f.args[0] for f in exps])
+    return c, P, _exponent(sp.Mul(*exps))
 
 
 def _exp_diff_cofactor(node):
