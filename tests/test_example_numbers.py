@@ -14,6 +14,10 @@ from scipy.special import expit
 
 from .example_runner import ROOT, TIMEOUT, run_example
 
+# one worker runs every example once (tests/example_runner.py caches each run per process;
+# README runs pytest with --dist loadgroup): on two workers half the scripts ran twice, ~90 s
+pytestmark = pytest.mark.xdist_group("examples")
+
 
 def run(script: str) -> str:
     r = run_example(ROOT / "examples" / script)  # shared with test_examples.py: one run per session

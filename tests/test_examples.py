@@ -11,6 +11,10 @@ import pytest
 
 from .example_runner import ROOT, TIMEOUT, run_example
 
+# one worker runs every example once (tests/example_runner.py caches each run per process;
+# README runs pytest with --dist loadgroup): on two workers half the scripts ran twice, ~90 s
+pytestmark = pytest.mark.xdist_group("examples")
+
 EXAMPLES = sorted((ROOT / "examples").glob("*.py"))
 # real-size models whose compiled Jacobian takes minutes to build, and the examples that take 10-16 s
 # each (CI's default run stays well inside its 20 minutes): run with python -m pytest -m slow

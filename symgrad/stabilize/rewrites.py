@@ -614,6 +614,26 @@ def _symbolic_pow_pair(t):
     return out
 
 
+def _cofactor_difference(P, Q, A, B, ratio):
+    """``(P - Q, logs)`` for the cofactors of ``A**p`` and ``B**p``: ``K*log1p((A - B)/B)`` (``ratio``) when they
+    are ``K*log(A)`` and ``K*log(B)`` (either spelt as a log1p) -- the logs a derivative with respect to the exponent brings --
+    so the bases' difference is taken exactly there too (``logs`` True); otherwise ``together(P - Q)``."""
+    la, lb = _log_factor(P, A), _log_factor(Q, B)
+    if la is not None and lb is not None:
+        K = _without_factor(P, la)
+        if K == _without_factor(Q, lb):
+            return K * ratio, True
+    return sp.together(P - Q), False
+
+
+def _log_factor(P, A):
+    """The factor of ``P`` that is ``log(A)``, spelt ``log(A)`` or ``log1p(A - 1)`` (None if none is)."""
+    for f in sp.Mul.make_args(P):
+        if f == sp.log(A) or (isinstance(f, log1p) and sp.expand(f.args[0] + 1 - A) == 0):
+            return f
+    return None
+
+
 def _power_difference_any_exponent(node):
     """c*P*A**p - c*Q*B**p -> c*B**p*(P*expm1(t) + (P - Q)), t = p*log1p((A - B)/B), for an exponent p
     that is not a rational number, A - B formed symbolically.
@@ -627,7 +647,11 @@ def _power_difference_any_exponent(node):
     difference of powers (:func:`_power_difference`) needs a rational exponent; this serves
     ``(x + 1)**(1/n) - x**(1/n)`` with a symbolic ``n`` (Hamming's problem 3.4.6), powers with a
     float exponent, and their derivatives, whose cofactors differ (``log(x + 1)*(x + 1)**(1/n) -
-    log(x)*x**(1/n)`` in the n-partial: ``P - Q`` is then a log difference for the other rules).
+    log(x)*x**(1/n)`` in the n-partial: ``P - Q`` is then ``log1p((A - B)/B)``, see
+    :func:`_cofactor_difference`).  With such log cofactors the first form keeps the terms as
+    written where ``log A`` and ``log B`` differ in sign (0 < x < 1 there): the two terms then have
+    one sign and do not cancel, while ``P*expm1(t)`` and ``P - Q`` would, and ``x**(1/n)*expm1(t)``
+    is ``0*inf`` at x = 1e-200, n = 1/2.
     """
     if not node.is_Add or len(node.args) < 2:
         return []
@@ -643,11 +667,16 @@ def _power_difference_any_exponent(node):
             rest, c = node - t1 - t2, c1
             if D.is_number and D < 0:  # the smaller base below: log1p of a positive ratio never cancels
                 A, B, P, Q, c, D = B, A, Q, P, -c1, -D  # (log1p(-1/(x + 1)) is log1p(-1) = -inf at x = 1e-176)
-            t = p * log1p(sp.Mul(D, sp.Pow(B, -1), evaluate=False))  # p log(A/B)
-            dPQ = sp.together(P - Q)
+            ratio = log1p(sp.Mul(D, sp.Pow(B, -1), evaluate=False))  # log(A/B)
+            t = p * ratio
+            dPQ, logs = _cofactor_difference(P, Q, A, B, ratio)
             below = B ** p * (P * expm1(t) + dPQ)  # A**p <= B**p: expm1(t) in [-1, 0]
             above = -(A ** p) * (Q * expm1(-t) - dPQ)  # A**p > B**p: the larger power is the factor
-            for term in (sp.Piecewise((below, t <= 0), (above, True)), below, above):
+            pieces = [(below, t <= 0), (above, True)]
+            if logs:  # log A and log B of opposite signs: the written terms have one sign, no cancellation
+                written = sp.Add(P * A ** p, -Q * B ** p, evaluate=False)
+                pieces.insert(0, (written, sp.expand(A - 1) * sp.expand(B - 1) <= 0))
+            for term in (sp.Piecewise(*pieces), below, above):
                 term = c * term
                 out.append(term if rest == 0 else sp.Add(rest, term, evaluate=False))
     return out

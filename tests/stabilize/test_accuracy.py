@@ -43,6 +43,24 @@ def test_reference_power_of_a_negative_base_is_real():
     np.testing.assert_array_equal(ref[[1, 3, 4]], [-8.0, np.sqrt(2.0), 1 / 9])
 
 
+def test_reference_powers_with_huge_integer_exponents_are_correctly_rounded():
+    """A float exponent above 2**53 is an integer; beyond 2**100 the reference raises it as
+    exp(n log|b|) (repeated squaring took milliseconds a point): the values mpmath's own power gives
+    (every such float exponent is even), and ratios of two such powers finite as the exact ones are."""
+    import mpmath
+
+    x, y = sp.symbols("x y", real=True)
+    X = np.array([[1.0 + 2.0**-40, 2.0**120], [-(1.0 + 2.0**-52), 2.0**110 + 2.0**58], [0.5, -2.0**200],
+                  [1e30, 2.0**105], [-3.0, 2.0**101], [0.0, 2.0**300]])
+    got = reference_values(compile_mpmath(x**y, [x, y]), X, "float64")
+    with mpmath.workprec(2000):
+        want = [float(mpmath.mpf(float(a)) ** mpmath.mpf(float(b))) for a, b in X]
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(got, [np.inf, np.inf, np.inf, np.inf, np.inf, 0.0])  # even exponents
+    ratio = reference_values(compile_mpmath((x + 1) ** y / x ** y, [x, y]), np.array([[2.0**110, 2.0**108]]), "float64")
+    np.testing.assert_allclose(ratio, np.exp(0.25), rtol=1e-15)
+
+
 def test_reference_of_one_plus_erf_is_the_complement():
     """1 + erf(u) is evaluated as erfc(-u) for the reference (DLMF 7.2.2): the same value without the
     cancellation the precision loop fought (normal log-CDF at x = -40: -804.6, as 1 + erf it took
