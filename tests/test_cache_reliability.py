@@ -40,7 +40,7 @@ def _run(script: Path, cache_dir, *args, timeout=300) -> dict:
     return json.loads(r.stdout.strip().splitlines()[-1])
 
 
-# A worker script: compiles the gradient of f_k(x) = c_k * sin(x) + exp(-x^2 / 2) for each k given
+# A worker script: compiles the gradient of f_k(x) (not stabilised) = c_k * sin(x) + exp(-x^2 / 2) for each k given
 # (distinct constants c_k give distinct cache entries), in float64 and float32, and reports the values,
 # the CacheWarnings, where each module lives, and Numba's cache hits/misses for its kernels.
 WORKER = textwrap.dedent("""
@@ -60,7 +60,7 @@ WORKER = textwrap.dedent("""
             def f(x):
                 return c * np.sin(x) + np.exp(-x * x / 2)
 
-            g = sg.grad(f)
+            g = sg.grad(f, stabilize=False)  # the cache's behaviour, not the stabiliser's (4 s a build)
             v64 = g(X)
             v32 = g(X.astype(np.float32))
             entry = next(iter(g.compiled._entries.values()))
@@ -240,6 +240,9 @@ def corrupted_runs(tmp_path_factory):
     return {"first": first, "second": second, "third": third, "before": before, "dir": cache_dir}
 
 
+# one worker runs the module fixture for every case (README runs pytest with --dist loadgroup):
+# split over two workers, its three processes ran twice (~90 s each)
+@pytest.mark.xdist_group("corrupted_runs")
 @pytest.mark.parametrize("k,kind", list(enumerate(CORRUPTIONS)))
 def test_corrupt_entry_is_detected_rebuilt_and_never_loaded(corrupted_runs, k, kind):
     second, third = corrupted_runs["second"], corrupted_runs["third"]
@@ -263,6 +266,7 @@ def test_corrupt_entry_is_detected_rebuilt_and_never_loaded(corrupted_runs, k, k
     assert not [m for m in _cache_warnings(third) if py.stem in m], third["warnings"]
 
 
+@pytest.mark.xdist_group("corrupted_runs")
 def test_corruption_runs_leave_no_temporary_files(corrupted_runs):
     leftovers = [p for p in corrupted_runs["dir"].rglob("*") if ".tmp" in p.name or p.name.startswith(".probe")]
     assert leftovers == []
