@@ -207,7 +207,7 @@ def _real_power(base, exp):
         if exp != mpmath.floor(exp):
             if base < 0:
                 return mpmath.nan
-        elif abs(exp._mpf_[2] + exp._mpf_[3]) > HUGE_EXPONENT_BITS and base and mpmath.isfinite(base):
+        elif exp._mpf_[2] + exp._mpf_[3] > HUGE_EXPONENT_BITS and base and mpmath.isfinite(base):  # |exp| bits
             return _huge_integer_power(base, exp)
     return _real(mpmath.power(base, exp))
 

@@ -615,9 +615,10 @@ def _symbolic_pow_pair(t):
 
 
 def _cofactor_difference(P, Q, A, B, ratio):
-    """``(P - Q, logs)`` for the cofactors of ``A**p`` and ``B**p``: ``K*log1p((A - B)/B)`` (``ratio``) when they
-    are ``K*log(A)`` and ``K*log(B)`` (either spelt as a log1p) -- the logs a derivative with respect to the exponent brings --
-    so the bases' difference is taken exactly there too (``logs`` True); otherwise ``together(P - Q)``."""
+    """``(P - Q, logs)`` for the cofactors of ``A**p`` and ``B**p``: ``K*log1p((A - B)/B)`` (``ratio``)
+    when they are ``K*log(A)`` and ``K*log(B)`` (either spelt as a log1p), the logs a derivative with
+    respect to the exponent brings, so the bases' difference is taken exactly there too (``logs``
+    True); otherwise ``together(P - Q)``."""
     la, lb = _log_factor(P, A), _log_factor(Q, B)
     if la is not None and lb is not None:
         K = _without_factor(P, la)
