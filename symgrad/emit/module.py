@@ -21,6 +21,7 @@ it calls or inlines plays no part.
 from __future__ import annotations
 
 import base64
+import functools
 import re
 from dataclasses import dataclass, field, replace
 
@@ -29,7 +30,7 @@ import numpy as np
 from ..ir.graph import Graph
 from .chunk import chunk_size, split_body
 from .names import DTYPES, SUFFIX, check_names, comment_lines, const_name, docstring, spec_name
-from .prelude import helper_source, helpers_used, vecmath_importable, vecmath_imports, vm_library
+from .prelude import dd_imports, helper_source, helpers_used, vecmath_importable, vecmath_imports, vm_library
 from .printer import KernelIO, array_constants, print_body
 
 JIT = '@numba.njit(cache=True, fastmath=False, error_model="numpy", nogil=True)'
@@ -43,6 +44,7 @@ MAX_INLINE_ARGS = 24
 JIT_PARALLEL = '@numba.njit(cache=True, fastmath=False, error_model="numpy", nogil=True, parallel=True)'
 RUNTIME_IMPORT = "from symgrad.runtime.gufunc import GufuncSpec, gufunc_call"
 VECMATH_IMPORT = "# vectorisable elementary functions, within 1 ulp (symgrad/emit/vecmath.py; SYMGRAD_VECMATH=0 for libm)"
+DDJIT_IMPORT = "# double-double arithmetic and functions (symgrad/ir/ddmath.py, compiled once: symgrad/emit/ddjit.py)"
 VECMATH_BANNER = "# ---- library: symgrad/emit/vecmath.py (vectorisable, within 1 ulp; SYMGRAD_VECMATH=0 for libm) ----"
 
 
@@ -79,6 +81,19 @@ class KernelDef:
         for extra in self.dtype_nodes.values():
             nodes += [n for n in extra if n not in nodes]
         return nodes
+
+
+@functools.lru_cache(maxsize=1)
+def ddjit_importable() -> bool:
+    """Whether :mod:`symgrad.emit.ddjit` imports here: its functions are ``cache=True``, and Numba
+    refuses those where it finds no cache directory (see :func:`.prelude.vecmath_importable`)."""
+    try:
+        from . import ddjit  # noqa: F401
+    except RuntimeError as exc:
+        if "cannot cache" not in str(exc):
+            raise
+        return False
+    return True
 
 
 def _encode(arr: np.ndarray) -> str:
@@ -255,6 +270,11 @@ def emit_module(g: Graph, kernels: list[KernelDef], header: list[str],
     imported = vecmath_imports(body, helpers) if runtime_import == RUNTIME_IMPORT and vecmath_importable() else {}
     if imported:  # the copied block's pieces (functions and constants) are not needed then
         helpers = [h for h in helpers if h not in vm_library()]
+    # ddmath's functions likewise (symgrad.emit.ddjit): copied, Numba compiled the sixteen that a region
+    # with exp and cos calls again for every program, 4-5 s a build
+    dd_imported = dd_imports(helpers) if runtime_import == RUNTIME_IMPORT and ddjit_importable() else []
+    if dd_imported:
+        helpers = [h for h in helpers if h not in dd_imported]
     helper_text = "\n".join(helper_source(h) for h in helpers)
     code = "\n".join(line for line in (body + "\n" + helper_text).splitlines() if not line.lstrip().startswith("#"))
     out = [c for line in header for c in comment_lines(line)]
@@ -267,6 +287,9 @@ def emit_module(g: Graph, kernels: list[KernelDef], header: list[str],
     if imported:
         out += ["", VECMATH_IMPORT, "from symgrad.emit.vecmath import ("]
         out += [f"    {name} as {alias}," for alias, name in imported.items()] + [")"]
+    if dd_imported:
+        out += ["", DDJIT_IMPORT, "from symgrad.emit.ddjit import ("]
+        out += [f"    {name}," for name in dd_imported] + [")"]
     if fast_path_names:  # module-level aliases: globals, not attribute lookups on np
         out += ["", "_F64 = np.dtype(np.float64)  # the dtype object of every native float64 array",
                 "_ndarray, _empty = np.ndarray, np.empty"]

@@ -278,6 +278,18 @@ def _dd_pieces() -> dict[str, tuple]:
     return _copied_pieces(Path(__file__).parent.parent / "ir" / "ddmath.py", lambda n: "_" + n, _DD_JIT)
 
 
+def dd_library_text() -> str:
+    """The whole copied block of symgrad/ir/ddmath.py as generated modules copy it (``_dd`` names,
+    functions ``numba.njit``, in the file's order): what :mod:`symgrad.emit.ddjit` compiles once."""
+    return "\n".join(piece[0] for piece in _dd_pieces().values())
+
+
+def dd_imports(helpers: list[str]) -> list[str]:
+    """The double-double pieces (``_dd_exp``, its constants ...) among ``helpers``: what a generated
+    module that may import symgrad imports from :mod:`symgrad.emit.ddjit` instead of copying."""
+    return [h for h in helpers if h in _dd_pieces()]
+
+
 def vm_library() -> frozenset[str]:
     """The renamed names (``_vm_exp_f64``, ``_vm_LG1`` ...) of every piece of vecmath.py's copied block."""
     return frozenset(_vm_pieces())
