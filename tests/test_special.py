@@ -58,6 +58,7 @@ U_NAMES = sorted(UNARY)
 BINARY = {
     "xlogy": (ss.xlogy, (-2.0, 2.0), (0.1, 5.0), lambda x, y: x * mpmath.log(y), "xlogy"),
     "xlog1py": (ss.xlog1py, (-2.0, 2.0), (-0.9, 5.0), lambda x, y: x * mpmath.log1p(y), "xlog1py"),
+    "beta": (ss.beta, (0.2, 10.0), (0.3, 12.0), mpmath.beta, "beta"),
     "betaln": (ss.betaln, (0.2, 10.0), (0.3, 12.0), lambda a, b: mpmath.log(mpmath.beta(a, b)), "betaln"),
     "rel_entr": (ss.rel_entr, (0.1, 5.0), (0.2, 4.0), lambda x, y: x * mpmath.log(x / y), "rel_entr"),
     "kl_div": (ss.kl_div, (0.1, 5.0), (0.2, 4.0), lambda x, y: x * mpmath.log(x / y) - x + y, "kl_div"),

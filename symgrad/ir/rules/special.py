@@ -418,6 +418,16 @@ _special("betaln", 2, _scipy("betaln"), betaln,
          ref="DLMF 5.12.1 and 5.15.1: d/da log B(a, b) = digamma(a) - digamma(a + b), computed without "
              "cancellation by DLMF 5.5.2 and 5.11.2 (_digamma_difference)")
 
+beta = special_function("beta", 2, _gamma_family(lambda a, b: _gamma_family(lambda x: mpmath.beta(x, b))(a)),
+                        lambda a, b: (beta(a, b) * (digamma(a) - digamma(a + b)),
+                                      beta(a, b) * (digamma(b) - digamma(a + b))),
+                        "B(a, b) = Gamma(a) Gamma(b) / Gamma(a + b) (DLMF 5.12.1).")
+_special("beta", 2, _scipy("beta"), beta,
+         lambda out, a, b: (out * _digamma_difference(a, b), out * _digamma_difference(b, a)),
+         mpmath=beta._mp, ufuncs=("scipy.special.beta",), cython="beta", domain=(_POS, _POS),
+         ref="DLMF 5.12.1 and 5.15.1: d/da B(a, b) = B(a, b) (digamma(a) - digamma(a + b)), the difference "
+             "computed without cancellation as for betaln (_digamma_difference)")
+
 # -- logarithms of products and the logistic family ------------------------------------------
 xlogy = special_function("xlogy", 2, _mp_xlogy, lambda x, y: (sp.log(y), x / y), "x*log(y), 0 where x = 0.")
 _special("xlogy", 2, _scipy("xlogy"), xlogy,
