@@ -122,6 +122,13 @@ def writes_out(v):
     return np.sum(v)
 
 
+def accumulates_in_array(v):
+    total = np.zeros(())
+    for x in v:
+        total += np.sin(x) * x
+    return total
+
+
 _LEAK = []
 
 
@@ -405,6 +412,9 @@ section(
           "one-hot")),
     Case("ufunc-out", "`np.exp(v, out=v)`", lambda: sg.jit(writes_out, signature="(n)->()")(np.ones(3)),
          sg.TraceError, ("out=...) writes into an array", "np.exp(v, out=v)", "drop out=")),
+    Case("augmented-assignment-on-ndarray", "`total = np.zeros(()); total += ...` with a traced right-hand side",
+         lambda: sg.grad(accumulates_in_array)(np.ones(3)), sg.TraceError,
+         ("`a += ...` on a NumPy array", "total += np.sin(x) * x", "`a = a + ...`")),
     Case("leaked-tracer", "a traced value kept in a global and used by another trace",
          lambda: (sg.jit(leaks)(1.0), sg.jit(uses_leaked)(1.0)), sg.TraceError,
          ("from a different trace", "x + _LEAK[0]", "pass values as arguments")),

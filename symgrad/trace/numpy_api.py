@@ -186,11 +186,30 @@ def _unsupported(kind: str, name: str, where: str = "numpy."):
         "docs/errors.md), or wrap it in symgrad.custom_gradient with your own derivative", user_location(3)))
 
 
+# the ufuncs behind Python's augmented assignments (a += b calls np.add(a, b, out=(a,)) on an ndarray a)
+_AUGMENTED = {np.add: "+", np.subtract: "-", np.multiply: "*", np.true_divide: "/", np.floor_divide: "//",
+              np.power: "**", np.remainder: "%", np.matmul: "@"}
+
+
+def _out_error(ufunc, inputs, out) -> TraceError:
+    """The error for a ufunc call that writes into ``out``: an augmented assignment on a NumPy
+    array (``s = np.zeros(()); s += t``) is named as such, with the rebinding that replaces it."""
+    outs = out if isinstance(out, tuple) else (out,)
+    op = _AUGMENTED.get(ufunc)
+    if op is not None and len(outs) == 1 and inputs and outs[0] is inputs[0]:
+        return TraceError(format_error(
+            f"`a {op}= ...` on a NumPy array a writes the traced result into it (numpy.{ufunc.__name__} "
+            "with out=a)", "a NumPy array holds numbers, not traced values, and in-place writes have no "
+            f"derivative rule", f"write `a = a {op} ...`, or start the accumulator as a number (`a = 0.0`)",
+            user_location(4)))
+    return TraceError(format_error(f"numpy.{ufunc.__name__}(..., out=...) writes into an array",
+                                   "in-place writes have no derivative rule", "drop out= and use the result",
+                                   user_location(4)))
+
+
 def apply_ufunc(ctx: TraceContext, ufunc, method: str, inputs, kwargs):
     if kwargs.get("out") is not None:
-        raise TraceError(format_error(f"numpy.{ufunc.__name__}(..., out=...) writes into an array",
-                                      "in-place writes have no derivative rule", "drop out= and use the result",
-                                      user_location(3)))
+        raise _out_error(ufunc, inputs, kwargs["out"])
     if method != "__call__":
         ctx.whole_array(f"numpy.{ufunc.__name__}.{method}")
     if method == "reduce" and ufunc is np.add:  # ufunc.reduce's axis defaults to 0, np.sum's to None
