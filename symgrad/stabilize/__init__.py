@@ -152,7 +152,13 @@ def stabilize(expr: sp.Expr, variables: Sequence[sp.Symbol], *, domain: Mapping 
         records.append(widen)
         summary["float32"] = summary["float32"][:2] + widen.bits["float32"][2:]
     form, wide, note, own = best.expr, widen is not None, None, {}
-    single = best.history[-1].before if best.history and best.history[-1].name == "regime_split" else None
+    single = None  # the one formula before the split (before both, when the saturation split wraps a split)
+    for step in reversed(best.history):
+        if step.name != "regime_split":
+            break
+        single = step.before
+        if not isinstance(single, sp.Piecewise):
+            break
     if records and s.vars and not deadline_passed():  # the sweep of every binade: a rewrite's overflow window
         checked = with_range_failures(checked, expr, [best.expr, *_pieces(best.expr), *([single] if single else [])],
                                       s.vars, domain)

@@ -30,7 +30,7 @@ from .accuracy import ulp_bits
 from .numeric import compile_numpy, may_be_real
 from .reference import compile_mpmath, reference_values
 
-__all__ = ["best_split", "covering_series", "grid_between", "shortest_between"]
+__all__ = ["best_split", "covering_series", "flatten_regimes", "grid_between", "shortest_between"]
 
 
 def shortest_between(lo: float, hi: float) -> float:
@@ -420,3 +420,47 @@ def best_split(cands: Sequence[tuple[sp.Expr, dict]], samples: dict, variables, 
     pw = sp.Piecewise(*pieces)
     cond = " ; ".join(str(p[1]) for p in pieces[:-1])
     return pw, cond, float(best_single - cost)
+
+
+def _upper(cond, v):
+    """The threshold t of a regime condition ``v < t`` (inf for True), or None for any other condition."""
+    if cond is sp.true:
+        return float("inf")
+    if isinstance(cond, sp.StrictLessThan) and cond.lhs == v and cond.rhs.is_Number:
+        return float(cond.rhs)
+    return None
+
+
+def flatten_regimes(pw: sp.Expr, v: sp.Symbol) -> sp.Expr:
+    """A split on ``v`` whose pieces are splits on ``v`` themselves, as one Piecewise.
+
+    ``Piecewise((Piecewise((a, v < -0.7), (s, v < 0.7), (b, True)), v < 823.5), (0, True))`` becomes
+    ``Piecewise((a, v < -0.7), (s, v < 0.7), (b, v < 823.5), (0, True))``: the same function, one
+    chain of comparisons, and each piece's regime decided per dtype (:mod:`.dtype_regimes`) as one
+    split.  Any other condition leaves ``pw`` as it is."""
+    if not isinstance(pw, sp.Piecewise):
+        return pw
+    out, lo = [], float("-inf")
+    for e, c in pw.args:
+        hi = _upper(c, v)
+        if hi is None:
+            return pw
+        subs = list(e.args) if isinstance(e, sp.Piecewise) else [(e, sp.true)]
+        if any(_upper(sc, v) is None for _, sc in subs):
+            return pw
+        for se, sc in subs:
+            top = _upper(sc, v)
+            if top <= lo:
+                continue  # never reached on [lo, hi)
+            out.append((se, min(top, hi)))
+            if top >= hi:
+                break
+        lo = hi
+    merged = []
+    for e, t in out:
+        if merged and merged[-1][0] == e:
+            merged[-1] = (e, t)
+        else:
+            merged.append((e, t))
+    pieces = [(e, sp.StrictLessThan(v, sp.Float(t, 17))) for e, t in merged[:-1]] + [(merged[-1][0], sp.true)]
+    return sp.Piecewise(*pieces) if len(pieces) > 1 else pieces[0][0]

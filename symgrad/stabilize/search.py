@@ -46,13 +46,14 @@ import mpmath
 import numpy as np
 import sympy as sp
 
-from .accuracy import Sample, make_sample, point_bits, ulp_bits
+from .accuracy import MAX_BITS, Sample, make_sample, point_bits, ulp_bits
 from .budget import (StabilizeBudgetExceeded, check_deadline, cpu_clock, deadline_passed, hard_deadline,
                      interrupted_past)
+from .limits import saturation_limits
 from .localize import local_errors
 from .numeric import compile_numpy
 from .reference import compile_mpmath
-from .regimes import TWO_ULPS, best_split, covering_series
+from .regimes import TWO_ULPS, best_split, covering_series, flatten_regimes
 from .rewrites import RULES
 from .transforms import algebraic_variants, parametric_terms, series_variants
 from .verify import equivalent
@@ -63,6 +64,7 @@ __all__ = ["Cand", "Step", "Search", "DEFAULT_WORK", "COST"]
 DEFAULT_WORK = 600
 # Work units, roughly proportional to time (one candidate scoring ~ 1-2 ms).
 COST = {"score": 1, "algebraic": 5, "localize": 10, "series": 40, "regime": 20, "verify": 20}
+SATURATE_FROM = 1e100  # |input| from which a NaN/inf-level point asks for the function's limits (Search.saturated)
 SERIES_ABOVE = 0.25  # bits: series/regimes are tried only when the best exact form is worse than this
 TIE = 0.05  # bits: candidates this close to the best mean error count as tied (cheaper wins)
 IMPROVE_EPS = 0.01
@@ -463,6 +465,43 @@ class Search:
             self.score(new, c.history + (Step(name, node, new, node, new),), False)
         return bool(news)
 
+    def saturated(self, c: Cand):
+        """``c`` with the constants the function settles to for huge inputs (:mod:`.limits`) beyond
+        thresholds the regime search places, when ``c`` is NaN/inf-level at some of the sample's
+        huge inputs (|x| >= ``SATURATE_FROM``) and the split is worth its branch; else None.
+
+        The tanh form of GELU's derivative is NaN for |x| > 5.6e102, where ``x**3`` overflows and
+        multiplies ``sigmoid(-u) = 0``; its value rounds to 1 there (and to -0 for x < 0).  A step
+        after the search, not constants among its candidates: a constant exact on half of a
+        bit-pattern sample would crowd the series out of the regime search (the Planck
+        derivative's series near 0)."""
+        if len(self.vars) != 1 or self.out_of_budget():
+            return None
+        huge = {dt: np.abs(s.X[:, 0].astype(np.float64)) >= SATURATE_FROM for dt, s in self.samples.items()}
+        lost = any(np.any(huge[dt] & (c.bits[dt] >= MAX_BITS[np.dtype(dt)] / 2)) for dt in self.samples)
+        if not lost:
+            return None
+        self.charge("series")
+        limits = [self.score(e, (Step(name, self.expr, e, self.expr, e),), False)
+                  for name, e in saturation_limits(self.expr)]
+        limits = [k for k in limits if k is not None]
+        if not limits:
+            return None
+        picks = [c] + limits
+        try:
+            with hard_deadline(self.t0 + self.budget_s * (1 + REGIME_GRACE)):
+                split = best_split([(k.expr, k.bits) for k in picks], self.samples, self.vars, self.expr,
+                                   alone=[k.exact for k in picks])
+        except StabilizeBudgetExceeded:
+            if deadline_passed():
+                raise
+            return None
+        if split is None:
+            return None
+        pw, cond = flatten_regimes(split[0], self.vars[0]), split[1]
+        rc = self.score(pw, c.history + (Step("regime_split", c.expr, pw, c.expr, pw, cond),))
+        return rc if rc is not None and _worth_a_branch(rc, c) else None
+
     def _unbounded(self) -> bool:
         """Do the sample's inputs (where the function is finite) reach ``SERIES_AT_INFINITY_FROM``?
         If not, a series at infinity serves nowhere, and SymPy's expansion there is the slowest
@@ -640,6 +679,10 @@ class Search:
             rc = self.regime(best_exact)
             if rc is not None:
                 final = [rc] + final
+        if final and self.allow_series:
+            sat = self.saturated(final[0])
+            if sat is not None:
+                final = [sat] + final
         for c in final:
             if c is self.orig:
                 return c
