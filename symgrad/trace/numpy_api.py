@@ -17,7 +17,7 @@ import numpy as np
 from ..errors import SourceLoc, TraceError, UnsupportedOperationError, format_error, user_location
 from ..ir.ops import REGISTRY
 from .linalg_api import FUNCTIONS as LINALG_FUNCTIONS
-from . import numpy_reductions, numpy_shapes
+from . import numpy_reductions, numpy_shapes, numpy_sorting
 from .numpy_core import as_tracer as _as_tracer
 from .numpy_core import axes_of, concatenate, reshape, stack, traced_index_error, transpose
 from .numpy_shapes import fancy_getitem, is_fancy
@@ -444,6 +444,7 @@ def _qualified(func) -> str:
 
 FUNCTIONS.update(numpy_reductions.FUNCTIONS)
 FUNCTIONS.update(numpy_shapes.FUNCTIONS)
+FUNCTIONS.update(numpy_sorting.FUNCTIONS)  # np.sort, median, quantile, percentile
 
 # Functions that act element by element: they keep a probe at scalar cores going (see
 # symgrad.trace.tracer.NotElementwise).  Every other function needs whole arrays.
