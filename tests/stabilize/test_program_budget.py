@@ -99,7 +99,7 @@ def test_gelu_derivatives_at_the_default_budget(order):
             assert bits <= limit, (dtype, float(x), got, want, bits, limit)
 
 
-def test_mish_second_derivative_at_the_default_budget():
+def test_mish_second_derivative_at_the_default_budget(monkeypatch):
     """mish''(60) is -3.6e-50; the derived form gave 0.0 (its terms cancel).  The searched form
     serves float64 but loses one float32 point under widening, and the never-worse check used
     to revert both kernels to the formula as written; now each dtype is accepted on its own
@@ -108,6 +108,12 @@ def test_mish_second_derivative_at_the_default_budget():
     x = sp.Symbol("x", real=True)
     f2 = sp.diff(x * sp.tanh(sp.log(1 + sp.exp(x))), x, 2)
     fn, fn1 = sp.lambdify(x, f2, "mpmath"), sp.lambdify(x, sp.diff(f2, x), "mpmath")
+    import symgrad.api.stabilize_pass as sp_pass
+
+    # the product's default, 1 s, also under xdist (conftest raises it to 2 s there): at 2 s the search
+    # sometimes ends on a form the never-worse check reverts to the formula as written, 0.0 at x = 60
+    # (2 of 11 builds on a 2-CPU VM, with and without the saturation limits; open in issue 16's note)
+    monkeypatch.setattr(sp_pass, "DEFAULT_BUDGET_S", 1.0)
     g = sg.grad(sg.grad(lambda x: x * np.tanh(np.log1p(np.exp(x)))))
     gc.collect()  # the budget is CPU time of this thread (see the MLP test above)
     for dtype, xs in (("float64", (60.0, 40.0, 12.0, 1.0, -1.0, -6.0, -20.0)), ("float32", (12.0, 1.0, -1.0, -6.0))):
