@@ -299,3 +299,27 @@ def test_argument_roundings_of_exp_get_a_region_with_first_order_tails(part):
     lost = (nb <= 1.0) & (sb > TWO_ULPS)
     assert not lost.any(), (part, s.X[lost][:3], sb[lost][:3])
     assert sb.mean() < 0.5 * nb.mean(), (part, sb.mean(), nb.mean())  # the naive mean: 3.5 and 4.6 bits
+
+
+def test_a_split_with_the_original_that_passes_in_float64_only_is_kept_there():
+    """mish'' as reverse mode derives it, and a searched form whose exp(x)**2 overflows in float32 at
+    x = 60 and which loses 2 points within 1 ulp in float64: no dtype accepts the form, and its
+    split with the formula as written passes in float64 only.  The float64 kernel takes the split
+    (mish''(60) = -3.6e-50; the formula as written gives 0.0), float32 the formula as written.  It
+    used to revert both (a program pass at 2 s ended on this form in 2 of 11 builds)."""
+    from symgrad.ir.sympy_funcs import softplus
+    from symgrad.stabilize.result import evaluate_result
+
+    x = sp.Symbol("x", real=True)
+    e, t = sp.exp(x), sp.tanh(log1p(sp.exp(x)))
+    s = 1 - t**2
+    orig = s * e / (e + 1) + (x * s / (e + 1) - x * s * e / (e + 1) ** 2
+                              + s * (-2 * x * e * t / (e + 1) + 1) / (e + 1)) * e
+    chosen = (-2 * x * e * sp.tanh(softplus(x)) + x + 2 * e + 2) * e / ((e + 1) ** 2 * sp.cosh(softplus(x)) ** 2)
+    form, widen, note, own = accept.accept(orig, chosen, False, [x], None, ("float64", "float32"))
+    assert "split with the formula as written kept in float64" in note and own == {"float32": orig}
+    with mpmath.workprec(3000):
+        t60 = mpmath.mpf(60)
+        want = float(mpmath.diff(lambda u: u * mpmath.tanh(mpmath.log1p(mpmath.exp(u))), t60, 2))
+    got = evaluate_result(form, widen, [x], np.array([[60.0]]), np.dtype("float64"))[0]
+    assert abs(got - want) <= 2 * np.spacing(abs(want)), (got, want)
