@@ -69,3 +69,12 @@ def test_unsupported_sort_and_quantile_arguments_are_named():
         sg.jit(lambda a: np.quantile(a, 1.5))(x)
     with pytest.raises(sg.UnsupportedOperationError, match="a traced q"):
         sg.grad(lambda q, a: np.quantile(a, q))(0.5, x)
+
+
+def test_order_statistics_of_an_empty_axis_are_refused_and_short_axes_pass_through():
+    x = np.array([1e308, -2.0, 0.5])
+    with pytest.raises(ValueError, match="no elements along the axis"):
+        sg.jit(lambda a: np.median(a[:0]))(x)
+    got = sg.jit(lambda a: (np.sort(a[:1]) * 2.0, np.sum(np.sort(a[:0]))))(x)
+    np.testing.assert_array_equal(got[0], [np.inf])
+    assert got[1] == 0.0

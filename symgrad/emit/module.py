@@ -30,7 +30,7 @@ import numpy as np
 from ..ir.graph import Graph
 from .chunk import chunk_size, split_body
 from .names import DTYPES, SUFFIX, check_names, comment_lines, const_name, docstring, spec_name
-from .prelude import dd_imports, helper_source, helpers_used, vecmath_importable, vecmath_imports, vm_library
+from .prelude import cache_usable, dd_imports, helper_source, helpers_used, vecmath_importable, vecmath_imports, vm_library
 from .printer import KernelIO, array_constants, print_body
 
 JIT = '@numba.njit(cache=True, fastmath=False, error_model="numpy", nogil=True)'
@@ -83,17 +83,14 @@ class KernelDef:
         return nodes
 
 
+def _load_ddjit():  # here, not in prelude: ddjit imports prelude
+    from . import ddjit  # noqa: F401
+
+
 @functools.lru_cache(maxsize=1)
 def ddjit_importable() -> bool:
-    """Whether :mod:`symgrad.emit.ddjit` imports here: its functions are ``cache=True``, and Numba
-    refuses those where it finds no cache directory (see :func:`.prelude.vecmath_importable`)."""
-    try:
-        from . import ddjit  # noqa: F401
-    except RuntimeError as exc:
-        if "cannot cache" not in str(exc):
-            raise
-        return False
-    return True
+    """Whether :mod:`symgrad.emit.ddjit` imports here (:func:`.prelude.cache_usable`)."""
+    return cache_usable(_load_ddjit)
 
 
 def _encode(arr: np.ndarray) -> str:

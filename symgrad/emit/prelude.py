@@ -295,19 +295,28 @@ def vm_library() -> frozenset[str]:
     return frozenset(_vm_pieces())
 
 
-@functools.lru_cache(maxsize=1)
-def vecmath_importable() -> bool:
-    """Whether symgrad.emit.vecmath imports here.  Its functions are ``cache=True``, and Numba refuses
-    to define those when it has nowhere to write their cache (a read-only install without a writable
-    user cache directory); generated modules then copy the text instead, which symgrad's own cache
-    layer compiles in memory when it must."""
+def cache_usable(load) -> bool:
+    """Whether ``load()`` (the import of a module of ``cache=True`` Numba functions) succeeds here:
+    Numba refuses to define such functions when it has nowhere to write their cache (a read-only
+    install without a writable user cache directory); generated modules then copy the text instead,
+    which symgrad's own cache layer compiles in memory when it must."""
     try:
-        from . import vecmath  # noqa: F401
+        load()
     except RuntimeError as exc:
         if "cannot cache" not in str(exc):
             raise
         return False
     return True
+
+
+def _load_vecmath():
+    from . import vecmath  # noqa: F401
+
+
+@functools.lru_cache(maxsize=1)
+def vecmath_importable() -> bool:
+    """Whether symgrad.emit.vecmath imports here (:func:`cache_usable`)."""
+    return cache_usable(_load_vecmath)
 
 
 def vecmath_imports(body_text: str, helpers: list[str]) -> dict[str, str]:

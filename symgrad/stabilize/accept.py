@@ -381,16 +381,14 @@ def accept(orig: sp.Expr, chosen: sp.Expr, widen: bool, variables: Sequence[sp.S
     own = per_dtype(orig, chosen, widen, variables, samples, may_widen)
     if own is None and split is not None:  # the split with the original, in the dtypes where it passes
         # (mish'': float64 passes split, float32 loses x = 60, where exp(x)**2 overflows in float32)
-        own = per_dtype(orig, split, widen, variables, samples, may_widen)
-        if own is not None:
-            own = (own[0], own[1], own[2].replace("searched form kept in", "searched form split with the formula "
-                                                  "as written kept in", 1), own[3])
+        own = per_dtype(orig, split, widen, variables, samples, may_widen,
+                        what="searched form split with the formula as written")
     if own is not None:
         return own
     return orig, False, f"never_worse: reverted to the formula as written ({v.why()})", {}
 
 
-def per_dtype(orig, chosen, widen, variables, samples: dict, may_widen: bool = False):
+def per_dtype(orig, chosen, widen, variables, samples: dict, may_widen: bool = False, what: str = "searched form"):
     """Acceptance dtype by dtype, when ``chosen`` fails the check in some dtypes only.
 
     A form that serves float64 and loses one float32 point under widening (mish'' in float32:
@@ -401,7 +399,7 @@ def per_dtype(orig, chosen, widen, variables, samples: dict, may_widen: bool = F
     computed in float64 (when ``widen`` or ``may_widen``: the kernel may widen float32) or
     ``chosen`` in float32; in any dtype, the formula as written (which always passes).
     Widening is one flag for the whole float32 kernel, so it is on only when the float32
-    choice uses it.
+    choice uses it.  ``what`` names ``chosen`` in the note.
 
     Returns ``(float64 form, widen, note, {dtype: own form})`` or None when no dtype passes
     (or there is a single dtype: nothing to split).
@@ -432,4 +430,4 @@ def per_dtype(orig, chosen, widen, variables, samples: dict, may_widen: bool = F
     alone = [f"{dt} computes {'the formula as written' if f == orig else 'the searched form'}"
              f"{(' in float64' if wide else ' in float32') if dt == 'float32' else ''}"
              for dt, f in forms.items() if not ok[dt].ok]
-    return main, wide, f"never_worse: searched form kept in {kept}; {'; '.join(alone)} ({'; '.join(why)})", own
+    return main, wide, f"never_worse: {what} kept in {kept}; {'; '.join(alone)} ({'; '.join(why)})", own

@@ -488,14 +488,8 @@ class Search:
         if not limits:
             return None
         picks = [c] + limits
-        try:
-            with hard_deadline(self.t0 + self.budget_s * (1 + REGIME_GRACE)):
-                split = best_split([(k.expr, k.bits) for k in picks], self.samples, self.vars, self.expr,
-                                   alone=[k.exact for k in picks])
-        except StabilizeBudgetExceeded:
-            if deadline_passed():
-                raise
-            return None
+        split = self._in_grace(lambda: best_split([(k.expr, k.bits) for k in picks], self.samples, self.vars,
+                                                  self.expr, alone=[k.exact for k in picks]))
         if split is None:
             return None
         pw, cond = flatten_regimes(split[0], self.vars[0]), split[1]
@@ -608,9 +602,14 @@ class Search:
                 picks.append(c)
         if len(picks) < 2:
             return None
-        try:  # a split (thresholds refined on fresh references) may run REGIME_GRACE past the search budget
+        return self._in_grace(lambda: self._split(picks, best_exact, probe))
+
+    def _in_grace(self, step):
+        """``step()``, which may run ``REGIME_GRACE`` past the search budget (a split refines its
+        thresholds on fresh references); None, the search marked out of time, when that ends too."""
+        try:
             with hard_deadline(self.t0 + self.budget_s * (1 + REGIME_GRACE)):
-                return self._split(picks, best_exact, probe)
+                return step()
         except StabilizeBudgetExceeded:
             if deadline_passed():  # the program's own deadline: not this search's to absorb
                 raise

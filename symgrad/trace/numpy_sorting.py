@@ -2,13 +2,14 @@
 
 A traced array has no order until its values are known, so ``np.sort`` is traced as Batcher's
 odd-even merge sort (Knuth, TAOCP vol. 3, sec. 5.3.4, Algorithm M): rounds of disjoint
-compare-exchanges ``(x[i], x[j]) -> (minimum, maximum)``, the same pairs for every input.  One
-round is one vectorised ``minimum``/``maximum`` over constant index arrays, and an axis of length
-n takes about log2(n)**2 / 2 rounds.  Its derivative is the permutation JAX's sort applies to the
-cotangent (each output takes the derivative of the input that lands there); where inputs are
-equal, ``minimum``/``maximum`` share the derivative equally between them (JAX's rule for
-``np.max``), while JAX's sort gives it to one of them.  NaN propagates through the comparisons
-(NumPy's sort moves NaN to the end instead).
+compare-exchanges ``(x[i], x[j]) -> (minimum, maximum)`` (:func:`_exchange`), the same pairs for
+every input.  One round is one vectorised exchange over constant index arrays, and an axis of
+length n takes about log2(n)**2 / 2 rounds.  Its derivative is the permutation JAX's sort applies
+to the cotangent (each output takes the derivative of the input that lands there); where inputs
+are equal, ``minimum``/``maximum`` share the derivative equally between them (JAX's rule for
+``np.max``), while JAX's sort gives it to one of them.  Two differences from NumPy's values: NaN
+propagates through the comparisons (NumPy's sort moves NaN to the end), and of two equal zeros
+-0.0 may come out as 0.0.
 
 ``np.median`` and ``np.quantile``/``np.percentile`` (``method="linear"``) read the sorted axis at
 constant positions.
@@ -70,9 +71,18 @@ def _back(ctx, x, ax):
     return core.transpose(ctx, x, perm)
 
 
+def _exchange(ctx, a, b):
+    """One comparator: ``(minimum(a, b), maximum(a, b))``.  Not a ``where`` on ``a > b``: SymPy folds
+    the nested Piecewise of a network of selections without end when the stabiliser reads a region
+    (a 5-element sort of float32 did not build in 10 minutes)."""
+    return ctx.apply("minimum", a, b), ctx.apply("maximum", a, b)
+
+
 def _sorted_last(ctx, x):
     """``x`` sorted along its last axis by the network of :func:`merge_sort_rounds`."""
     n = x.shape[-1]
+    if n <= 1:  # nothing to order (an empty axis included)
+        return x
     if n > MAX_SORTED:
         raise unsupported_arg("sort", f"an axis of length {n} (more than {MAX_SORTED})",
                               "sort a shorter axis, or wrap the step in symgrad.custom_gradient")
@@ -80,12 +90,11 @@ def _sorted_last(ctx, x):
         vals = [x[..., i] for i in range(n)]
         for lo, hi in merge_sort_rounds(n):
             for i, j in zip(lo.tolist(), hi.tolist()):
-                vals[i], vals[j] = ctx.apply("minimum", vals[i], vals[j]), ctx.apply("maximum", vals[i], vals[j])
+                vals[i], vals[j] = _exchange(ctx, vals[i], vals[j])
         return core.stack(ctx, vals, axis=-1)
     for lo, hi in merge_sort_rounds(n):
         rest = np.setdiff1d(np.arange(n), np.concatenate([lo, hi]))
-        a, b = x[..., lo], x[..., hi]
-        parts = [ctx.apply("minimum", a, b), ctx.apply("maximum", a, b)] + ([x[..., rest]] if len(rest) else [])
+        parts = list(_exchange(ctx, x[..., lo], x[..., hi])) + ([x[..., rest]] if len(rest) else [])
         where = np.concatenate([lo, hi, rest])  # position in x of each column of the joined parts
         x = core.concatenate(ctx, parts, axis=-1)[..., np.argsort(where)]
     return x
@@ -103,6 +112,26 @@ def sort(ctx, a, axis=-1, kind=None, order=None, *, stable=None):
     return _back(ctx, _sorted_last(ctx, x), ax)
 
 
+def _sorted_for(ctx, func: str, a, axis):
+    """(``a`` sorted along ``axis`` moved last, ``a`` as a tracer, the axis) for the order statistics:
+    ``axis`` an int or None (flattened).  Raises UnsupportedOperationError for a tuple axis and
+    ValueError for an empty axis (NumPy returns NaN with a RuntimeWarning there)."""
+    if not isinstance(axis, (int, np.integer, type(None))):
+        raise unsupported_arg(func, "a tuple axis", "reshape the axes into one first")
+    x0 = core.as_tracer(ctx, a)
+    s, ax = _last_axis(ctx, x0, axis)
+    if s.ndim == 0 or s.shape[-1] == 0:
+        raise ValueError(f"{func}: the array has no elements along the axis (NumPy gives NaN and a RuntimeWarning)")
+    return _sorted_last(ctx, s), x0, ax
+
+
+def _kept(ctx, v, x0, axis, ax, keepdims):
+    """``v`` with the reduced axis (every axis for ``axis=None``) kept as length 1 when ``keepdims``."""
+    if not keepdims:
+        return v
+    return core.reshape(ctx, v, tuple(1 if axis is None or d == ax else x0.shape[d] for d in range(x0.ndim)))
+
+
 def quantile(ctx, a, q, axis=None, out=None, overwrite_input=False, method="linear", keepdims=False, *,
              weights=None, interpolation=None):
     """np.quantile with ``method="linear"`` (NumPy's default): for each constant q in [0, 1], the
@@ -110,21 +139,17 @@ def quantile(ctx, a, q, axis=None, out=None, overwrite_input=False, method="line
     fractional part (Hyndman & Fan 1996, definition 7).  ``axis`` an int or None.
 
     Shapes: ``q.shape + a.shape`` without ``axis`` (kept as length 1 with ``keepdims``).
-    Raises: UnsupportedOperationError for a traced q, another method, weights= or out=;
-    ValueError for q outside [0, 1]."""
+    Raises: UnsupportedOperationError for a traced q, another method, weights=, out= or a tuple
+    axis; ValueError for q outside [0, 1] or an empty axis."""
     reject_given("quantile", out=out, weights=weights, interpolation=interpolation)
     if method != "linear":
         raise unsupported_arg("quantile", f"method={method!r}", "use the default method='linear'")
     if isinstance(q, core.Tracer):
         raise unsupported_arg("quantile", "a traced q", "pass the quantiles as constants")
-    if not isinstance(axis, (int, np.integer, type(None))):
-        raise unsupported_arg("quantile", "a tuple axis", "reshape the axes into one first")
     qs = np.asarray(q, dtype=np.float64)
     if np.any((qs < 0) | (qs > 1)) or np.any(np.isnan(qs)):
         raise ValueError("Quantiles must be in the range [0, 1]")
-    x0 = core.as_tracer(ctx, a)
-    s, ax = _last_axis(ctx, x0, axis)
-    s = _sorted_last(ctx, s)
+    s, x0, ax = _sorted_for(ctx, "quantile", a, axis)
     n = s.shape[-1]
     outs = []
     for qi in qs.ravel():
@@ -136,9 +161,7 @@ def quantile(ctx, a, q, axis=None, out=None, overwrite_input=False, method="line
             w = s[..., j + 1]  # NumPy's lerp: a + (b - a) t, from the far end for t >= 0.5
             v = (ctx.apply("sub", w, ctx.apply("mul", ctx.apply("sub", w, v), 1.0 - t)) if t >= 0.5
                  else ctx.apply("add", v, ctx.apply("mul", ctx.apply("sub", w, v), t)))
-        if keepdims:
-            v = core.reshape(ctx, v, tuple(1 if axis is None or d == ax else x0.shape[d] for d in range(x0.ndim)))
-        outs.append(v)
+        outs.append(_kept(ctx, v, x0, axis, ax, keepdims))
     res = core.stack(ctx, outs, axis=0) if len(outs) > 1 or qs.ndim else outs[0]
     return core.reshape(ctx, res, qs.shape + tuple(res.shape[1:])) if qs.ndim > 1 else res
 
@@ -160,18 +183,12 @@ def median(ctx, a, axis=None, out=None, overwrite_input=False, keepdims=False):
     middle values, ``(a + b) / 2`` as NumPy computes it.  ``axis`` an int or None.
 
     Shapes: ``a.shape`` without ``axis`` (length 1 with ``keepdims``).  Raises:
-    UnsupportedOperationError for out= or a tuple axis."""
+    UnsupportedOperationError for out= or a tuple axis; ValueError for an empty axis."""
     reject_given("median", out=out)
-    if not isinstance(axis, (int, np.integer, type(None))):
-        raise unsupported_arg("median", "a tuple axis", "reshape the axes into one first")
-    x0 = core.as_tracer(ctx, a)
-    s, ax = _last_axis(ctx, x0, axis)
-    s = _sorted_last(ctx, s)
+    s, x0, ax = _sorted_for(ctx, "median", a, axis)
     n = s.shape[-1]
     v = s[..., n // 2] if n % 2 else ctx.apply("div", ctx.apply("add", s[..., n // 2 - 1], s[..., n // 2]), 2.0)
-    if keepdims:
-        v = core.reshape(ctx, v, tuple(1 if axis is None or d == ax else x0.shape[d] for d in range(x0.ndim)))
-    return v
+    return _kept(ctx, v, x0, axis, ax, keepdims)
 
 
 FUNCTIONS = {np.sort: sort, np.median: median, np.quantile: quantile, np.percentile: percentile}
