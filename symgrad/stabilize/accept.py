@@ -24,7 +24,8 @@ and cannot see into a split.  Otherwise the form stands.
 
 A form that fails is repaired: if it is a regime split, a piece that fails is
 replaced by the original formula or by another piece (whichever loses fewest
-points, then has the lowest error, on that piece's points); otherwise, or if that
+points, then has the lowest error, on that piece's points; on each dtype's points apart when
+that serves float64 better: a piece may overflow in float32 only); otherwise, or if that
 is not enough, the original serves the interval where it is better (a regime split
 between the two, on one input or one difference of inputs).  If no repair passes,
 the formula as written is kept -- unless it overflows (NaN/inf where the reference is
@@ -249,8 +250,11 @@ def repair_regimes(orig, chosen, widen, variables, samples: dict, single=None):
     piece that computes ``exp(710)``.  A piece that fails is replaced by the alternative
     (the original, ``single``, the other pieces) that loses no point on the points it
     serves, with the fewest overflows first (a few ulps at one point never justify a NaN
-    elsewhere), then the fewest lost points, then the lowest error.  Returns the new Piecewise,
-    or None when ``chosen`` is not a Piecewise or nothing changed.
+    elsewhere), then the fewest lost points, then the fewest points beyond 2 ulps where the
+    formula as written is within 1 ulp even if the conditioning excuses them (``sigmoid(y - x)
+    sigmoid(x - y)`` rounds ``x - y``: 21 ulps at (-25.5, 37.3), where ``exp(x) exp(y)/(exp(x) +
+    exp(y))**2`` is exact and cannot overflow), then the lowest error.  Returns the new
+    Piecewise, or None when ``chosen`` is not a Piecewise or nothing changed.
     """
     if not isinstance(chosen, sp.Piecewise):
         return None
@@ -264,24 +268,52 @@ def repair_regimes(orig, chosen, widen, variables, samples: dict, single=None):
     top = {dt: MAX_BITS[np.dtype(dt)] / 2 for dt in samples}
     new = list(pieces)
     for k, e in enumerate(pieces):
-        def cost(bits):
-            lost, over, err = 0, 0, 0.0
+        def cost(bits):  # (overflows, lost points, strict failures, error) on this piece's points
+            lost, over, strict, err = 0, 0, 0, 0.0
             for dt, s in samples.items():
                 m = idx[dt] == k
                 sub = Sample(s.dtype, s.X[m], s.ref[m])
                 lost += int(np.count_nonzero(_lost(orig, variables, sub, ob[dt][m], bits[dt][m])))
                 over += int(np.count_nonzero(bits[dt][m] >= top[dt]))
+                strict += int(np.count_nonzero(_fails(ob[dt][m], bits[dt][m])))
                 err += float(bits[dt][m].sum())
-            return lost, over, err
+            return over, lost, strict, err
         costs = [cost(b) for b in alt_bits]
         here = costs[alts.index(e)]
         # overflow first: a few ulps at a point never justify NaN/inf elsewhere
-        best = min(range(len(alts)), key=lambda j: (costs[j][1], costs[j][0], costs[j][2], j))
-        if costs[best][:2] < here[:2]:
+        best = min(range(len(alts)), key=lambda j: (costs[j], j))
+        if costs[best][:3] < here[:3]:
             new[k] = alts[best]
     if new == pieces:
         return None
     return sp.Piecewise(*[(n, p.cond) for n, p in zip(new, chosen.args)])
+
+
+def _repaired_per_dtype(orig, chosen, fixed, widen, variables, samples: dict, single=None):
+    """``(float64 form, {dtype: own form})`` when repairing ``chosen``'s pieces on each dtype's
+    points alone serves float64 better than ``fixed`` (the repair on all dtypes' points), else None.
+
+    A piece that overflows in float32 only is replaced for both kernels by the joint repair:
+    ``exp(x) exp(y)/(exp(x) + exp(y))**2`` for max(|x|, |y|) in [22, 48.6) overflows float32's
+    ``exp(48)**2``, and its replacement ``sigmoid(y - x) sigmoid(x - y)`` rounds ``x - y`` in float64
+    too (21 ulps at (-25.5, 37.3), where the float64 form is exact).  Each dtype keeps its own
+    repair when that passes the check in its dtype and has fewer float64 points beyond 2 ulps
+    where the formula as written is within 1 ulp."""
+    s64 = samples.get("float64")
+    if len(samples) < 2 or s64 is None or not len(s64.X):
+        return None
+    forms = {dt: repair_regimes(orig, chosen, widen, variables, {dt: s}, single) or chosen
+             for dt, s in samples.items()}
+    if forms["float64"] == fixed:
+        return None
+    if not all(verdict(orig, f, widen, variables, {dt: samples[dt]}).ok for dt, f in forms.items()):
+        return None
+    ob = kernel_bits(orig, False, variables, s64)
+    strict = [int(np.count_nonzero(_fails(ob, kernel_bits(f, widen, variables, s64)))) for f in (forms["float64"], fixed)]
+    if strict[0] >= strict[1]:
+        return None
+    main = forms["float64"]
+    return main, {dt: f for dt, f in forms.items() if f != main}
 
 
 def split_with_original(orig, chosen, widen, variables, samples: dict):
@@ -360,6 +392,9 @@ def accept(orig: sp.Expr, chosen: sp.Expr, widen: bool, variables: Sequence[sp.S
         v2 = verdict(orig, fixed, widen, variables, samples)
         if v2.ok:
             why = v.why() or "a piece overflowed where the single best form does not"
+            own = _repaired_per_dtype(orig, chosen, fixed, widen, variables, samples, single)
+            if own is not None:
+                return own[0], widen, f"never_worse: regime piece(s) replaced dtype by dtype ({why})", own[1]
             return fixed, widen, f"never_worse: regime piece(s) replaced ({why})", {}
         forms.insert(0, (fixed, v2))
     # nothing passes in full: the form that overflows least, if its mean is not worse and the

@@ -323,3 +323,41 @@ def test_a_split_with_the_original_that_passes_in_float64_only_is_kept_there():
         want = float(mpmath.diff(lambda u: u * mpmath.tanh(mpmath.log1p(mpmath.exp(u))), t60, 2))
     got = evaluate_result(form, widen, [x], np.array([[60.0]]), np.dtype("float64"))[0]
     assert abs(got - want) <= 2 * np.spacing(abs(want)), (got, want)
+
+
+def test_a_piece_that_overflows_in_float32_only_is_replaced_in_float32_only():
+    """d/dx exp(x)/(exp(x) + exp(y)) split by max(|x|, |y|) as the search found it.  Its middle
+    piece exp(x) exp(y)/(exp(x) + exp(y))**2 overflows float32 at max(|x|, |y|) near 48; repaired on
+    both dtypes' points it became sigmoid(y - x) sigmoid(x - y) in both kernels, which rounds x - y:
+    21 ulps in float64 at (-25.54, 37.27), where the piece as found is exact.  Each dtype now keeps
+    its own repair: the float64 kernel the exact piece, the float32 one the sigmoids."""
+    from symgrad.ir.sympy_funcs import sigmoid
+    from symgrad.stabilize.result import evaluate_result
+
+    x, y = sp.symbols("x y", real=True)
+    ex, ey, m = sp.exp(x), sp.exp(y), sp.Max(x, y)
+    orig = sp.diff(ex / (ex + ey), x)
+    big = sp.Max(sp.Abs(x), sp.Abs(y))
+    chosen = sp.Piecewise((ex * ey / (sp.exp(2 * x) + 2 * ex * ey + sp.exp(2 * y)), big < 22),
+                          (ex * ey / (ex + ey) ** 2, big < sp.Float(48.6)),
+                          (sp.exp(x - m) * sigmoid(y - x) / (sp.exp(x - m) + sp.exp(y - m)), True))
+    from symgrad.stabilize.reference import compile_mpmath, reference_values
+
+    fn = compile_mpmath(orig, [x, y])  # the search's own points: a few of each piece's, as it saw them
+    pts = np.array([[-25.536875558362286, 37.27204519707226], [30.0, -15.5], [47.5, 2.0], [-47.5, 30.0],
+                    [40.0, 45.0], [0.5, -3.0], [60.0, 1.0]])
+    seen = {dt: Sample(np.dtype(dt), pts.astype(dt), reference_values(fn, pts.astype(dt), dt))
+            for dt in ("float64", "float32")}
+    form, widen, note, own = accept.accept(orig, chosen, False, [x, y], None, ("float64", "float32"), seen)
+    assert note is not None and "dtype by dtype" in note and set(own) == {"float32"}, note
+    X = np.array([[-25.536875558362286, 37.27204519707226], [30.0, -15.5], [-40.25, 33.0]])
+    with mpmath.workprec(400):
+        want = [float(mpmath.exp(a + b) / (mpmath.exp(a) + mpmath.exp(b)) ** 2) for a, b in X]
+    got = evaluate_result(form, widen, [x, y], X, np.dtype("float64"))
+    assert np.all(np.abs(got - want) <= 2 * np.spacing(np.abs(want))), (got, want)
+    X32 = np.array([[47.5, 2.0], [-47.5, 30.0]], dtype=np.float32)
+    with mpmath.workprec(400):
+        want32 = [float(mpmath.exp(mpmath.mpf(float(a)) + float(b)) / (mpmath.exp(float(a)) + mpmath.exp(float(b))) ** 2)
+                  for a, b in X32]
+    got32 = evaluate_result(own["float32"], widen, [x, y], X32, np.dtype("float32"))
+    assert np.all(np.isfinite(got32)) and np.allclose(got32, want32, rtol=1e-6, atol=0), (got32, want32)
