@@ -26,6 +26,7 @@ from ..ir.interpret import sympy_number
 from ..ir.sympy_funcs import strip_dd
 from ..ir.ops import REGISTRY
 from ..ir.ddprogram import OP_NAME as DD_REGION
+from ..stabilize.canonical import cancel_negated_factors
 from ..stabilize.constants import exact_constants
 from ..stabilize.budget import StabilizeBudgetExceeded, collector_paused, cpu_clock, hard_deadline
 from ..stabilize.search import _tree_size
@@ -203,6 +204,7 @@ def _region_expr(g: Graph, root: int):
         return out
 
     expr = exact_constants(rec(root))  # x/np.sqrt(2.0) in erf(...) as x*sqrt(2)/2 (see that function)
+    expr = cancel_negated_factors(expr)  # (x - 1)/(1 - x) is -1 (see that function)
     return expr, leaves, size
 
 
