@@ -113,6 +113,19 @@ _BINARY = {"logaddexp": _logaddexp, "hypot": _hypot}
 _OPS = {cls: op.name for cls, op in sympy_functions().items()}
 
 
+# unary ops whose value is NaN wherever their argument is (in the dd routines and in mpmath)
+_NAN_PROPAGATING = {"exp", "log", "log1p", "expm1", "sin", "cos", "tan", "arctan", "sinh", "cosh", "tanh", "abs",
+                    "sigmoid", "softplus"}
+CERTAIN_NAN = -1.0  # the relative error bound of a root value that is NaN for certain (no op makes r < 0)
+
+
+def _marked_nan(x: XD, nan: np.ndarray) -> XD:
+    """``x`` with NaN and the bound ``CERTAIN_NAN`` where ``nan``: :func:`round_certified` certifies NaN there."""
+    if not nan.any():
+        return x
+    return XD(np.where(nan, np.nan, x.h), np.where(nan, np.nan, x.l), x.e, np.where(nan, CERTAIN_NAN, x.r))
+
+
 class _Bool:
     """Boolean per point and whether it is certain."""
     __slots__ = ("v", "sure")
@@ -191,7 +204,50 @@ class DDEvaluator:
         memo: dict = {}
         env = [V.from_float(X[:, i]) for i in range(X.shape[1])]
         with np.errstate(all="ignore"):
-            return [self._ev(e, env, memo, n) for e in self.exprs]
+            out = [self._ev(e, env, memo, n) for e in self.exprs]
+            nan_memo: dict = {}
+            return [_marked_nan(x, self._certain_nan(e, memo, nan_memo, n)) for e, x in zip(self.exprs, out)]
+
+    def _certain_nan(self, e, memo, nan_memo, n) -> np.ndarray:
+        """Points where ``e`` is NaN in real arithmetic for certain: a square root, a non-integer
+        power or a log of a value whose sign the error bound proves negative, under sums,
+        products, integer powers and elementary functions only (NaN propagates through them in
+        mpmath too; a Piecewise, Max, Min or comparison may discard it, so nothing is certain
+        through one).  Half the points of a bit-pattern sample of ``log(x)`` or of a box sample of
+        Heron's formula are such points; without this, each went through mpmath to find its NaN."""
+        hit = nan_memo.get(e)
+        if hit is not None:
+            return hit
+        none = np.zeros(n, dtype=bool)
+        rec = lambda a: self._certain_nan(a, memo, nan_memo, n)  # noqa: E731
+
+        def negative(a):
+            x = memo.get(a)
+            if not isinstance(x, XD):
+                return none
+            s, sure = x.sign()
+            return (s < 0) & sure & np.isfinite(x.r)
+
+        out = none
+        if e in self.pos or not e.free_symbols:
+            out = none
+        elif e.is_Add or e.is_Mul:
+            out = np.logical_or.reduce([rec(a) for a in e.args])
+        elif e.is_Pow:
+            if e.base is sp.E:
+                out = rec(e.exp)
+            else:
+                out = rec(e.base) | rec(e.exp)
+                if e.exp.is_number and not e.exp.is_integer:
+                    out = out | negative(e.base)
+        elif isinstance(e, dd):
+            out = rec(e.args[0])
+        elif _OPS.get(e.func) in _NAN_PROPAGATING:
+            out = rec(e.args[0])
+            if _OPS.get(e.func) == "log":
+                out = out | negative(e.args[0])
+        nan_memo[e] = out
+        return out
 
     def _ev(self, e, env, memo, n):
         hit = memo.get(e)
@@ -321,6 +377,7 @@ def round_certified(x: XD, dtype) -> tuple[np.ndarray, np.ndarray]:
         out = np.where(gone, 0.0, np.where(huge, np.sign(x.h) * np.inf, out))
         zero = (x.h == 0) & (x.r == 0)
         out = np.where(zero, 0.0, out)
-        ok |= zero | gone | huge
+        nan = x.r == CERTAIN_NAN  # (see DDEvaluator._certain_nan)
+        ok = (ok | zero | gone | huge) & ~nan
         res = out.astype(dt)
-    return np.where(ok, res, dt.type(np.nan)), ok
+    return np.where(ok, res, dt.type(np.nan)), ok | nan

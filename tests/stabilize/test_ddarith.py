@@ -244,3 +244,29 @@ def test_triage_is_the_same_with_and_without_double_double(monkeypatch):
     assert on.needs_search == off.needs_search == [True, False, True, False, True]
     np.testing.assert_allclose(on.mean_bits, off.mean_bits)
     np.testing.assert_allclose(on.max_bits, off.max_bits)
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_certain_nans_are_certified_and_are_the_mpmath_references(dtype, monkeypatch):
+    """A square root, non-integer power or log of a value proven negative is NaN for certain under
+    sums, products and elementary functions; through a Piecewise or Max it is left to mpmath (the
+    branch may be discarded there).  Half of a box sample of Heron's formula is such points."""
+    y3 = sp.Symbol("z", real=True)
+    heron = sp.sqrt((x + y + y3) * (-x + y + y3) * (x - y + y3) * (x + y - y3)) / 4
+    cases = [(heron, [x, y, y3]), (sp.log(x) * E(y), [x, y]), (sp.sqrt(1 - x**2) * y, [x, y]),
+             (x ** sp.Float(0.3) + y, [x, y]), (sp.log(sp.log(x)), [x]),
+             (sp.Piecewise((sp.sqrt(x), x > 0), (x**2, True)), [x]), (sp.Max(sp.sqrt(x), y), [x, y])]
+    rng = np.random.default_rng(7)
+    for e, vs in cases:
+        X = rng.uniform(-2, 2, (256, len(vs))).astype(dtype)
+        val, ok = round_certified(compile_dd([e], vs)(X)[0], dtype)
+        monkeypatch.setattr(R, "DOUBLE_DOUBLE", False)
+        ref = reference_values(compile_mpmath(e, vs), X, dtype)
+        monkeypatch.undo()
+        same = (val == ref) | (np.isnan(val) & np.isnan(ref))
+        assert same[ok].all(), (e, X[ok & ~same][:3], val[ok & ~same][:3], ref[ok & ~same][:3])
+        nan_certified = ok & np.isnan(val)
+        if e.has(sp.Piecewise, sp.Max):
+            assert not nan_certified.any(), e
+        else:
+            assert nan_certified.sum() >= 0.9 * np.isnan(ref).sum() > 0, (e, nan_certified.sum(), np.isnan(ref).sum())
