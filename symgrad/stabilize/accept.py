@@ -282,7 +282,7 @@ def repair_regimes(orig, chosen, widen, variables, samples: dict, single=None):
         here = costs[alts.index(e)]
         # overflow first: a few ulps at a point never justify NaN/inf elsewhere
         best = min(range(len(alts)), key=lambda j: (costs[j], j))
-        if costs[best][:3] < here[:3]:
+        if costs[best][:2] < here[:2]:
             new[k] = alts[best]
     if new == pieces:
         return None
