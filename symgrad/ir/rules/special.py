@@ -26,6 +26,21 @@ Kink conventions (JAX x64's ``jax.grad`` values, checked in tests/test_special.p
   JAX gives NaN at y = 0); x-partial log(y), -inf at y = 0 as JAX.
 * ``rel_entr(0, y)``: partials (0, 0); ``kl_div(0, y)``: (-1, 1), as JAX.
 * ``entr`` at 0: +inf, as JAX.
+* Bessel functions at x = 0 (limits; JAX has none of them but ``i0``/``i1``): ``j1'``, ``jv(1, .)'``,
+  ``iv(1, .)'`` 1/2; ``y0'``, ``y1'`` +inf; ``k0'``, ``k1'``, ``k0e'``, ``k1e'``, ``kv'``, ``kve'`` -inf;
+  ``yv'`` NaN.  ``k0e' = k0e - k1e`` and the other exponentially scaled forms cancel for x >> 1
+  (about log2(x) bits, as ``i0e'``).
+* ``gammainc``/``gammaincc`` at x = 0: the limit (+-inf for a < 1, +-1 for a = 1, 0 for a > 1).
+* ``spence`` at z = 1: -1 (the limit, by a series near 1; JAX's ``jax.grad`` gives 0 there and NaN
+  for z > 1).  ``rgamma`` at x = 0, -1, ...: (-1)^n n!, the reflection form's derivative.
+* ``binom``: NaN where n + 1, k + 1 or n - k + 1 is a pole of digamma.
+
+Constant arguments (``OpDef.constant_args``): the order v of ``jv``, ``yv``, ``iv``, ``kv``,
+``ive``, ``kve``, the ``a`` of ``gammainc``/``gammaincc`` and the ``n`` of ``polygamma`` have no
+derivative rule; their partial is None, and the transforms refuse to differentiate with respect
+to them (:func:`symgrad.ir.ops.refuse_constant_args`).  ``zeta`` is not here: SciPy's is a Python
+wrapper of two private ufuncs, cython_special has no Hurwitz zeta for the kernels, and its
+derivative in x (the one-argument form's only argument) has no closed form.
 """
 from __future__ import annotations
 
