@@ -136,3 +136,21 @@ def test_the_ir_prints_no_loops():
     offenders = [str(p.relative_to(root.parent)) for p in sorted(root.rglob("*.py"))
                  if "in range({" in p.read_text() or "{{out}}" in p.read_text()]
     assert not offenders, f"Numba loop printing in the IR: {offenders}; move it to symgrad/emit/lowering/"
+
+
+def test_constant_args_have_no_partial_and_are_named():
+    """OpDef.constant_args: the declared positions give a None partial (no rule; the transforms refuse
+    to differentiate there instead of reading it as 0), the op names every argument, and its kink
+    text says so."""
+    from symgrad.ir.ops import E
+
+    declared = {n: op for n, op in REGISTRY.items() if op.constant_args}
+    assert {"jv", "yv", "iv", "kv", "ive", "kve", "gammainc", "gammaincc", "polygamma"} <= set(declared)
+    for name, op in declared.items():
+        g = Graph()
+        args = [E(g, g.input(f"a{i}", ())) for i in range(len(op.domain))]
+        partials = op.partials(E(g, g.apply(name, *[a.id for a in args])), *args)
+        assert len(op.arg_names) == len(op.domain), name
+        for k in op.constant_args:
+            assert partials[k] is None, f"{name}: constant argument {k} has a partial"
+        assert "constant argument" in op.kink, name

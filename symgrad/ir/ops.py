@@ -14,15 +14,17 @@ without unrolling one pass per basis vector.
 """
 from __future__ import annotations
 
+import linecache
 from dataclasses import dataclass, replace
 from typing import Callable
 
 import numpy as np
 
+from ..errors import SourceLoc, format_error
 from .graph import OPS, Graph
 
 __all__ = ["OpDef", "REGISTRY", "register", "install_printer", "E", "broadcast_shapes", "sympy_functions",
-           "sympy_relations"]
+           "sympy_relations", "refuse_constant_args"]
 
 
 @dataclass(frozen=True)
@@ -59,6 +61,14 @@ class OpDef:
       kink: the documented convention at non-differentiable points.
       domain: per-argument sampling domain used by the rule tests.
       ref: source of the derivative formula.
+      constant_args: elementwise ops: positions of the arguments that have no derivative rule (the
+        order v of ``jv``, the ``a`` of ``gammainc``).  Their partials are None, which would read as
+        0; every transform that reads partials (jvp, vjp, the direct Jacobian entries, sparsity)
+        calls :func:`refuse_constant_args` first, which raises a TypeError naming the function and
+        the argument when one of them depends on what is differentiated.  A traced value there is
+        fine otherwise (``jit``, or ``grad`` with respect to another argument).
+      arg_names: the arguments' names as the function's documentation spells them (``("a", "x")``),
+        for error messages; required with ``constant_args``.
     """
 
     name: str
@@ -82,6 +92,8 @@ class OpDef:
     infix: tuple | None = None
     statement: bool = False
     helpers: tuple = ()
+    constant_args: tuple = ()
+    arg_names: tuple = ()
 
 
 REGISTRY: dict[str, OpDef] = OPS  # one table, stored beside the graph that looks ops up
@@ -93,8 +105,36 @@ def register(op: OpDef) -> OpDef:
         raise ValueError(f"op {op.name!r} is registered twice")
     if not op.nondiff and op.partials is None and op.vjp is None and op.name not in ("input", "const", "bconst"):
         raise ValueError(f"op {op.name!r} gives no derivative; pass nondiff=True if that is intended")
+    if op.constant_args and (not op.elementwise or len(op.arg_names) != len(op.domain)
+                             or not all(0 <= i < len(op.domain) for i in op.constant_args)):
+        raise ValueError(f"op {op.name!r}: constant_args {op.constant_args} need an elementwise op with one "
+                         f"arg_names entry per argument (got {op.arg_names})")
     REGISTRY[op.name] = op
     return op
+
+
+def refuse_constant_args(g: Graph, nid: int, differentiated) -> None:
+    """Raise TypeError if node ``nid``'s op has a constant argument (``OpDef.constant_args``) that is
+    differentiated: ``differentiated[k]`` is true when argument ``k`` carries a tangent or is
+    active for a cotangent.  Its partial is None (no rule), and 0 would be a silently wrong number.
+
+    The message names the function as the user called it (the op's ufunc, e.g.
+    ``scipy.special.gammainc(a, x)``), the argument and the user's line that traced the call.
+    """
+    op = REGISTRY[g[nid].op]
+    for k in op.constant_args:
+        if differentiated[k]:
+            qualified = op.ufuncs[0] if op.ufuncs else op.name
+            fn, arg = qualified.rsplit(".", 1)[-1], op.arg_names[k]
+            where = g.lines.get(nid)
+            loc = None
+            if where is not None:
+                loc = SourceLoc("traced code", where[0], where[1], linecache.getline(where[0], where[1]).strip())
+            raise TypeError(format_error(
+                f"{qualified}({', '.join(op.arg_names)}) differentiated with respect to its argument {arg}",
+                f"symgrad has no derivative of {fn} in {arg} (taking it as 0 would be wrong)",
+                f"pass {arg} as a constant (a Python float or NumPy array), e.g. with functools.partial, "
+                f"or differentiate only with respect to arguments {arg} does not depend on", loc))
 
 
 def install_printer(name: str, emit: Callable) -> None:

@@ -123,6 +123,9 @@ _SCIPY_COMPOSITE = {
     # cos(x) - 1 = -2 sin(x/2)**2: no cancellation near 0 (x/2 is exact)
     "cosm1": lambda c, x: c.apply("mul", -2.0, c.apply("mul", c.apply("sin", c.apply("mul", 0.5, x)),
                                                           c.apply("sin", c.apply("mul", 0.5, x)))),
+    # the real loggamma is gammaln for x >= 0 (bit for bit: SciPy's real loggamma calls it) and NaN for
+    # x < 0, where gammaln is log|Gamma|; derivative digamma (DLMF 5.15.1)
+    "loggamma": lambda c, x: c.apply("where", c.apply("lt", x, 0.0), math.nan, c.apply("gammaln", x)),
     "pseudo_huber": _pseudo_huber,
     "boxcox": _boxcox("log"),
     "boxcox1p": _boxcox("log1p"),

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..ir.graph import Graph
-from ..ir.ops import REGISTRY, E
+from ..ir.ops import REGISTRY, E, refuse_constant_args
 from ..ir.rules.structural import index_to_python
 
 __all__ = ["ScalarProgram", "scalar_program", "DirectEntries", "jacobian_entries", "gradient_program",
@@ -130,6 +130,8 @@ def scalar_program(g: Graph, x: int, y: int) -> tuple[ScalarProgram | None, str]
             if op.elementwise:
                 if node.shape != ():
                     return None, f"'{node.op}' of shape {node.shape} (an array operation on x)"
+                if op.constant_args:
+                    refuse_constant_args(g, nid, [a in refs for a in node.args])
                 partials = op.partials(E(g, nid), *[E(g, a) for a in node.args])
                 terms = []
                 for a, p in zip(node.args, partials):

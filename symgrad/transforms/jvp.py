@@ -9,7 +9,7 @@ Each node is visited once, so the cost is linear in the size of the program
 from __future__ import annotations
 
 from ..ir.graph import Graph
-from ..ir.ops import REGISTRY, E
+from ..ir.ops import REGISTRY, E, refuse_constant_args
 from ..ir.rules.structural import expand_batched
 
 
@@ -52,6 +52,8 @@ def _jvp_nodes(g: Graph, inputs: list[int], tangents: list[int | None], outputs:
             continue
         terms = []
         if op.elementwise:
+            if op.constant_args:
+                refuse_constant_args(g, nid, [t is not None for t in arg_t])
             partials = op.partials(E(g, nid), *[E(g, a) for a in node.args])
             out = None
             for k, (a, p, t) in enumerate(zip(node.args, partials, arg_t)):

@@ -39,7 +39,7 @@ import math
 import numpy as np
 
 from ..ir.graph import Graph
-from ..ir.ops import REGISTRY, E
+from ..ir.ops import REGISTRY, E, refuse_constant_args
 from ..ir.rules.structural import index_to_python, parse_spec
 from .custom import rules_of
 from .higher import gradient_nodes
@@ -118,6 +118,8 @@ def _elementwise(g: Graph, node, pats):
         return None
     if not any(p is not None for p in pats):
         return None
+    if op.constant_args:
+        refuse_constant_args(g, node.id, [p is not None for p in pats])
     with g.derivative_mode():
         partials = op.partials(E(g, node.id), *[E(g, a) for a in node.args])
     out = None

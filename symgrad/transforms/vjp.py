@@ -10,7 +10,7 @@ the seed article on backprop for a small graph engine shows the same loop).
 from __future__ import annotations
 
 from ..ir.graph import Graph
-from ..ir.ops import REGISTRY, E
+from ..ir.ops import REGISTRY, E, refuse_constant_args
 from ..ir.rules.structural import unbroadcast
 
 
@@ -69,6 +69,8 @@ def _vjp_nodes(g: Graph, outputs: list[int], cotangents: list[int | None], wrt: 
             continue
         sent = []
         if op.elementwise:
+            if op.constant_args:
+                refuse_constant_args(g, nid, [a in active for a in node.args])
             partials = op.partials(E(g, nid), *[E(g, a) for a in node.args])
             for k, (a, p) in enumerate(zip(node.args, partials)):
                 if p is not None and a in active:

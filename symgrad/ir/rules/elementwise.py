@@ -93,7 +93,7 @@ def _numpy_ufunc_names(np_fn) -> tuple:
 
 def _ew(name, nargs, np_fn, sp_fn, partials=None, *, mpmath, numeric=None, ufuncs=None, emit=None,
         infix=None, helpers=(), domain=None, ref="", kink="", simplify=None, commutative=False,
-        nondiff=False, infer=_infer_float):
+        nondiff=False, infer=_infer_float, constant_args=(), arg_names=()):
     """Register one elementwise op; every facet of it is given here (see :class:`OpDef`).
 
     Defaults: ``numeric`` is ``np_fn`` (a ufunc keeps the dtype), ``ufuncs`` is NumPy's ufunc
@@ -106,7 +106,7 @@ def _ew(name, nargs, np_fn, sp_fn, partials=None, *, mpmath, numeric=None, ufunc
         elementwise=True, commutative=commutative, nondiff=nondiff, domain=domain or (_REAL,) * nargs,
         ref=ref, kink=kink, simplify=simplify, mpmath=mpmath, numeric=numeric or np_fn,
         ufuncs=_numpy_ufunc_names(np_fn) if ufuncs is None else tuple(ufuncs), infix=infix,
-        helpers=tuple(helpers),
+        helpers=tuple(helpers), constant_args=tuple(constant_args), arg_names=tuple(arg_names),
     ))
 
 

@@ -26,6 +26,21 @@ Kink conventions (JAX x64's ``jax.grad`` values, checked in tests/test_special.p
   JAX gives NaN at y = 0); x-partial log(y), -inf at y = 0 as JAX.
 * ``rel_entr(0, y)``: partials (0, 0); ``kl_div(0, y)``: (-1, 1), as JAX.
 * ``entr`` at 0: +inf, as JAX.
+* Bessel functions at x = 0 (limits; JAX has none of them but ``i0``/``i1``): ``j1'``, ``jv(1, .)'``,
+  ``iv(1, .)'`` 1/2; ``y0'``, ``y1'`` +inf; ``k0'``, ``k1'``, ``k0e'``, ``k1e'``, ``kv'``, ``kve'`` -inf;
+  ``yv'`` NaN.  ``k0e' = k0e - k1e`` and the other exponentially scaled forms cancel for x >> 1
+  (about log2(x) bits, as ``i0e'``).
+* ``gammainc``/``gammaincc`` at x = 0: the limit (+-inf for a < 1, +-1 for a = 1, 0 for a > 1).
+* ``spence`` at z = 1: -1 (the limit, by a series near 1; JAX's ``jax.grad`` gives 0 there and NaN
+  for z > 1).  ``rgamma`` at x = 0, -1, ...: (-1)^n n!, the reflection form's derivative.
+* ``binom``: NaN where n + 1, k + 1 or n - k + 1 is a pole of digamma.
+
+Constant arguments (``OpDef.constant_args``): the order v of ``jv``, ``yv``, ``iv``, ``kv``,
+``ive``, ``kve``, the ``a`` of ``gammainc``/``gammaincc`` and the ``n`` of ``polygamma`` have no
+derivative rule; their partial is None, and the transforms refuse to differentiate with respect
+to them (:func:`symgrad.ir.ops.refuse_constant_args`).  ``zeta`` is not here: SciPy's is a Python
+wrapper of two private ufuncs, cython_special has no Hurwitz zeta for the kernels, and its
+derivative in x (the one-argument form's only argument) has no closed form.
 """
 from __future__ import annotations
 
@@ -39,7 +54,7 @@ from .. import numpy_funcs as npf
 from ..mpmath_exp import exp_reduced
 from ..ops import E
 from ..sympy_special import special_function
-from .elementwise import _POS, _REAL, _UNIT, _call
+from .elementwise import _ANY_NONZERO, _POS, _REAL, _UNIT, _call
 from .elementwise import _ew as _ew_base
 
 _PROB = "prob"      # (0, 1)
@@ -94,16 +109,38 @@ def _cython(name: str, helper: str | None = None):
 
 
 def _special(name, nargs, np_fn, sp_cls, partials, *, mpmath, ufuncs=None, cython=None, emit=None,
-             helpers=(), domain=None, ref="", kink=""):
+             helpers=(), domain=None, ref="", kink="", constant_args=(), arg_names=()):
     """Register an op whose kernel calls ``cython`` from cython_special (or ``emit``)."""
     if cython:
         emit, helpers = _cython(cython), (f"_sc_{cython}",)
     return _ew(name, nargs, np_fn, sp_cls, partials, mpmath=mpmath, ufuncs=ufuncs, emit=emit,
-               helpers=helpers, domain=domain, ref=ref, kink=kink)
+               helpers=helpers, domain=domain, ref=ref, kink=kink, constant_args=constant_args,
+               arg_names=arg_names)
 
 
 def _const(g_of, v):
     return E(g_of.g, g_of.g.const(v))
+
+
+def _real(fn):
+    """The mpmath facet of a real function whose mpmath counterpart turns complex off its real
+    domain (besselj(2.5, -1), bessely(0, -1), e1(-1), polylog(2, 2)), or does not converge: NaN
+    there, as SciPy's real ufuncs give."""
+    def mp(*args):
+        try:
+            r = fn(*args)
+        except (mpmath.libmp.NoConvergence, ValueError, ZeroDivisionError):
+            return mpmath.nan
+        if isinstance(r, mpmath.mpc):
+            return r.real if r.imag == 0 else mpmath.nan
+        return r
+    return mp
+
+
+def _no_derivative(name: str, arg: str):
+    """The SymPy partial of ``name`` in a constant argument ``arg``: an undefined function (never
+    a silent 0); symgrad never asks for it (the tracer keeps such arguments constant)."""
+    return lambda *args: sp.Function(f"d{name}_d{arg}")(*args)
 
 
 # -- mpmath evaluations of functions mpmath lacks under SciPy's name ---------------------
@@ -364,7 +401,8 @@ def _np_polygamma(n, x):
 _special("polygamma", 2, _np_polygamma, polygamma,
          lambda out, n, x: (None, (n + 1.0).polygamma(x)), mpmath=polygamma._mp, ufuncs=(),
          emit=_cython("polygamma", "_polygamma"), helpers=("_polygamma",), domain=(_ORDER, _POS),
-         kink="n is an integer order: no derivative in n (its partial is 0)",
+         constant_args=(0,), arg_names=("n", "x"),
+         kink="n is an integer order, a constant argument: no derivative in n (a traced n is refused)",
          ref="DLMF 5.15.1: d/dx polygamma(n, x) = polygamma(n + 1, x)")
 _special("gammaln", 1, _scipy("gammaln"), sp.loggamma, lambda out, x: (x.digamma(),),
          mpmath=_gamma_family(_mp_gammaln), ufuncs=("scipy.special.gammaln",), cython="gammaln", domain=(_POS,),
@@ -428,6 +466,164 @@ _special("beta", 2, _scipy("beta"), beta,
          ref="DLMF 5.12.1 and 5.15.1: d/da B(a, b) = B(a, b) (digamma(a) - digamma(a + b)), the difference "
              "computed without cancellation as for betaln (_digamma_difference)")
 
+# -- incomplete gamma, reciprocal gamma, binomial coefficient (DLMF ch. 5, 8, 26) ----------------------
+def _mp_gammainc(a, x):
+    """P(a, x) (DLMF 8.2.4); NaN where SciPy's is (a < 0 or x < 0) or mpmath does not converge."""
+    if a < 0 or x < 0:
+        return mpmath.nan
+    return mpmath.gammainc(a, 0, x, regularized=True)
+
+
+def _mp_gammaincc(a, x):
+    """Q(a, x) = 1 - P(a, x) (DLMF 8.2.4), from mpmath's upper integral (no cancellation)."""
+    if a < 0 or x < 0:
+        return mpmath.nan
+    return mpmath.gammainc(a, x, mpmath.inf, regularized=True)
+
+
+def _gamma_density(a, x):
+    """x**(a-1) e**-x / Gamma(a) = d/dx P(a, x) (DLMF 8.8.13) as exp(xlogy(a-1, x) - x - gammaln(a)):
+    no overflow of x**(a-1) or Gamma(a); 1 at a = 1, x = 0 (xlogy(0, 0) = 0), +inf at x = 0 for
+    a < 1 and 0 for a > 1, the limits.  For large a near x the exponent is a difference of terms
+    of size a: an absolute error of about a ulps in it (as JAX's)."""
+    return ((a - 1.0).xlogy(x) - x - a.gammaln()).exp()
+
+
+gammainc = special_function("gammainc", 2, _real(_mp_gammainc),
+                            lambda a, x: (_no_derivative("gammainc", "a")(a, x),
+                                          sp.exp(-x) * x ** (a - 1) / sp.gamma(a)),
+                            "Regularised lower incomplete gamma function P(a, x) (DLMF 8.2.4).")
+gammaincc = special_function("gammaincc", 2, _real(_mp_gammaincc),
+                             lambda a, x: (_no_derivative("gammaincc", "a")(a, x),
+                                           -sp.exp(-x) * x ** (a - 1) / sp.gamma(a)),
+                             "Regularised upper incomplete gamma function Q(a, x) (DLMF 8.2.4).")
+_A_KINK = "a is a constant argument (no derivative in a; a traced a is refused)"
+_special("gammainc", 2, _scipy("gammainc"), gammainc, lambda out, a, x: (None, _gamma_density(a, x)),
+         mpmath=gammainc._mp, ufuncs=("scipy.special.gammainc",), cython="gammainc", domain=(_POS, _POS),
+         constant_args=(0,), arg_names=("a", "x"),
+         kink=f"{_A_KINK}; at x = 0 the limit (+inf for a < 1, 1 for a = 1, 0 for a > 1)",
+         ref="DLMF 8.8.13: d/dx P(a, x) = x^(a-1) e^-x / Gamma(a), as exp(xlogy(a-1, x) - x - gammaln(a))")
+_special("gammaincc", 2, _scipy("gammaincc"), gammaincc, lambda out, a, x: (None, -_gamma_density(a, x)),
+         mpmath=gammaincc._mp, ufuncs=("scipy.special.gammaincc",), cython="gammaincc", domain=(_POS, _POS),
+         constant_args=(0,), arg_names=("a", "x"),
+         kink=f"{_A_KINK}; at x = 0 the limit (-inf for a < 1, -1 for a = 1, 0 for a > 1)",
+         ref="DLMF 8.2.4 and 8.8.13: d/dx Q(a, x) = -x^(a-1) e^-x / Gamma(a)")
+
+
+def _rgamma_partial(out, x):
+    """d/dx 1/Gamma(x) = -digamma(x)/Gamma(x) (DLMF 5.15.1), except at the poles x = 0, -1, -2, ...
+    of digamma, where 1/Gamma is 0 and the product 0 * inf: there the derivative of the reflection
+    form 1/Gamma(x) = Gamma(1-x) sin(pi x)/pi (DLMF 5.5.3), Gamma(1-x) (cos(pi x) - digamma(1-x)
+    sin(pi x)/pi), which is (-1)**n n! at x = -n and, being the same function, has the right
+    derivatives of every order there.  Each branch is evaluated at an argument clamped into its own
+    region (-1/2 off the poles, 1/2 at them), so the untaken one stays finite in nested derivatives."""
+    pole = x.le(0.0).logical_and(x.eq(x.floor()))
+    xr, xo = pole.where(x, -0.5), pole.where(0.5, x)
+    reflected = (1.0 - xr).gamma() * ((math.pi * xr).cos()
+                                      - (1.0 - xr).digamma() * (math.pi * xr).sin() / math.pi)
+    return (pole.where(reflected, -xo.rgamma() * xo.digamma()),)
+
+
+def _mp_rgamma(x):
+    """1/Gamma(x); NaN below -1e6, where mpmath's reflection takes minutes (as _gamma_family)."""
+    return mpmath.rgamma(x) if x > -1e6 else mpmath.nan
+
+
+rgamma = special_function("rgamma", 1, _mp_rgamma, lambda x: (-rgamma(x) * digamma(x),),
+                          "1/Gamma(x), entire (0 at x = 0, -1, -2, ...) (DLMF 5.2.1).")
+_special("rgamma", 1, _scipy("rgamma"), rgamma, _rgamma_partial, mpmath=rgamma._mp, ufuncs=("scipy.special.rgamma",), cython="rgamma",
+         kink="none (entire); at the poles of digamma x = -n the derivative (-1)^n n! of the reflection form",
+         ref="DLMF 5.15.1 and 5.5.3: (1/Gamma)' = -digamma/Gamma, at x = 0, -1, ... Gamma(1-x) cos(pi x)")
+
+
+def _mp_binom(n, k):
+    """binom(n, k) = Gamma(n+1)/(Gamma(k+1) Gamma(n-k+1)) (DLMF 26.1.1 with 5.2.1), with as many
+    extra bits as n and k have magnitude (n - k + 1 is exact then: at 1e300, 2.5 the working
+    precision alone gave 0.3)."""
+    big = max(abs(n), abs(k), mpmath.mpf(1))
+    with mpmath.extraprec(int(mpmath.log(big, 2)) + 10):
+        return +mpmath.binomial(n, k)
+
+
+binom = special_function("binom", 2, _real(_mp_binom),
+                         lambda n, k: (binom(n, k) * (digamma(n + 1) - digamma(n - k + 1)),
+                                       binom(n, k) * (digamma(n - k + 1) - digamma(k + 1))),
+                         "Binomial coefficient of real n, k (DLMF 26.1.1, 5.2.1).")
+_special("binom", 2, _scipy("binom"), binom,
+         lambda out, n, k: (-out * _digamma_difference(n - k + 1.0, k),
+                            out * ((n - k + 1.0).digamma() - (k + 1.0).digamma())),
+         mpmath=binom._mp, ufuncs=("scipy.special.binom",), cython="binom", domain=(_POS, _POS),
+         kink="NaN where n + 1, k + 1 or n - k + 1 is a pole of digamma (0 or a negative integer), "
+              "where binom is 0 or its polynomial continuation",
+         ref="DLMF 26.1.1 and 5.15.1: d/dn binom = binom (digamma(n+1) - digamma(n-k+1)) (without "
+             "cancellation for n >> k: _digamma_difference), d/dk binom = binom (digamma(n-k+1) - digamma(k+1))")
+
+# -- exponential integrals, Spence's function, Dawson's integral (DLMF ch. 6, 25.12, 7) --------------------
+exp1 = special_function("exp1", 1, _real(mpmath.e1), lambda x: (-sp.exp(-x) / x,),
+                        "Exponential integral E1(x) (DLMF 6.2.1).")
+_special("exp1", 1, _scipy("exp1"), exp1, lambda out, x: (-(-x).exp() / x,), mpmath=exp1._mp,
+         ufuncs=("scipy.special.exp1",), cython="exp1", domain=(_POS,),
+         kink="-inf at x = 0 (the limit); NaN for x < 0, as SciPy's real E1",
+         ref="DLMF 6.2.1: E1' = -e^-x/x")
+expi = special_function("expi", 1, _real(mpmath.ei), lambda x: (sp.exp(x) / x,),
+                        "Exponential integral Ei(x) (DLMF 6.2.5).")
+_special("expi", 1, _scipy("expi"), expi, lambda out, x: (x.exp() / x,), mpmath=expi._mp,
+         ufuncs=("scipy.special.expi",), cython="expi", domain=(_ANY_NONZERO,),
+         kink="+-inf at x = 0 from the right/left: 1/0 = +inf (Ei(x) ~ log|x| there)",
+         ref="DLMF 6.2.5: Ei' = e^x/x (inf from x = 709.8 on, where Ei itself is finite up to 716.4)")
+
+_SPENCE_SERIES = 0.1  # |z - 1| below this: the series of log1p(w)/w, 17 terms (0.1**17/18 < 2**-60)
+_SPENCE_TERMS = 17
+
+
+def _spence_partial(z):
+    """d/dz spence(z) = log(z)/(1 - z) (SciPy's spence(z) = int_1^z log t/(1 - t) dt = Li2(1 - z),
+    DLMF 25.12.1), with w = z - 1 (exact near 1) as -log1p(w)/w; where |w| < 0.1 as -sum((-w)**j/(j+1),
+    j < 17): the same value to rounding, -1 at z = 1 (the limit), and its own derivatives (1/2 at
+    z = 1) without the cancellation of differentiating the quotient.  Each branch reads an argument
+    clamped into its own region, so the untaken one stays finite in nested derivatives."""
+    w = z - 1.0
+    small = w.abs().lt(_SPENCE_SERIES)
+    ws, wq = small.where(w, 0.0), small.where(1.0, w)
+    series = 1.0 / _SPENCE_TERMS
+    for j in range(_SPENCE_TERMS - 2, -1, -1):  # Horner: 1 - w/2 + w**2/3 - ...
+        series = 1.0 / (j + 1) - ws * series
+    return (small.where(-series, -wq.log1p() / wq),)
+
+
+spence = special_function("spence", 1, _real(lambda z: mpmath.polylog(2, 1 - z) if z >= 0 else mpmath.nan),
+                          lambda z: (sp.log(z) / (1 - z),),
+                          "Spence's function int_1^z log t/(1 - t) dt = Li2(1 - z), SciPy's (DLMF 25.12.1).")
+_special("spence", 1, _scipy("spence"), spence, lambda out, z: _spence_partial(z), mpmath=spence._mp,
+         ufuncs=("scipy.special.spence",), cython="spence", domain=(_POS,),
+         kink="-1 at z = 1 (the limit of log z/(1 - z); a series near 1); -inf at z = 0; NaN for z < 0, as SciPy",
+         ref="DLMF 25.12.1 (Li2' = -log(1-u)/u at u = 1 - z): spence' = log(z)/(1 - z), as -log1p(z-1)/(z-1)")
+
+_DAWSN_ASYMPTOTIC = 10.0  # |x| from here on: F' by the asymptotic series, 16 terms
+_DAWSN_TERMS = 16
+
+
+def _dawsn_partial(out, x):
+    """F' = 1 - 2x F (DLMF 7.10 with 7.2.5).  For |x| >> 1, 2x F -> 1 and the difference cancels
+    (-1/(2x^2) from two numbers near 1: 2 log2|x| + 1 bits lost); from |x| = 10 on, the asymptotic
+    series F(x) ~ sum((2k-1)!!/(2^(k+1) x^(2k+1))) (DLMF 7.12.1 with 7.5.1) gives
+    F' ~ -sum((2k-1)!! u^k, k = 1..16), u = 1/(2x^2), whose next term is below 1e-18 relative there
+    (below 10, at most 7.6 bits are lost).  Branch arguments are clamped as in _spence_partial."""
+    big = x.abs().ge(_DAWSN_ASYMPTOTIC)
+    xb = big.where(x, _DAWSN_ASYMPTOTIC)
+    u = 1.0 / (2.0 * (xb * xb))
+    s = 1.0
+    for k in range(_DAWSN_TERMS, 1, -1):  # Horner: -u (1 + 3u (1 + 5u (1 + ...)))
+        s = 1.0 + ((2 * k - 1) * u) * s
+    return (big.where(-(u * s), 1.0 - 2.0 * (x * out)),)
+
+
+dawsn = special_function("dawsn", 1, lambda x: mpmath.sqrt(mpmath.pi) / 2 * mpmath.exp(-x * x) * mpmath.erfi(x),
+                         lambda x: (1 - 2 * x * dawsn(x),), "Dawson's integral F(x) = e^(-x^2) int_0^x e^(t^2) dt (DLMF 7.2.5).")
+_special("dawsn", 1, _scipy("dawsn"), dawsn, _dawsn_partial, mpmath=dawsn._mp,
+         ufuncs=("scipy.special.dawsn",), cython="dawsn",
+         ref="DLMF 7.2.5 and 7.10: F' = 1 - 2x F; for |x| >= 10 the asymptotic series DLMF 7.12.1 (7.5.1)")
+
 # -- logarithms of products and the logistic family ------------------------------------------
 xlogy = special_function("xlogy", 2, _mp_xlogy, lambda x, y: (sp.log(y), x / y), "x*log(y), 0 where x = 0.")
 _special("xlogy", 2, _scipy("xlogy"), xlogy,
@@ -487,6 +683,97 @@ _special("i0e", 1, _scipy("i0e"), i0e, lambda out, x: (x.i1e() - x.sign() * out,
 _special("i1e", 1, _scipy("i1e"), i1e, lambda out, x: (x.eq(0.0).where(0.5, x.i0e() - out / x - x.sign() * out),),
          mpmath=i1e._mp, ufuncs=("scipy.special.i1e",), cython="i1e", kink="1/2 at x = 0 (the limit)",
          ref="DLMF 10.29.2 and the product rule: i1e' = i0e - i1e/x - sign(x) i1e")
+
+# -- Bessel functions of the first and second kind, modified Bessel functions (DLMF ch. 10) ----------
+# The order v of jv, yv, iv, kv, ive, kve has no derivative rule: it is a constant argument
+# (constant_args; the tracer refuses a traced order, see OpDef.constant_args).
+_INF = math.inf
+
+
+def _bessel_order(name, mp_fn, doc, partial_x):
+    """SymPy class of a Bessel function of order v and argument x, ``mp_fn(v, x)``."""
+    cls = special_function(name, 2, _real(mp_fn),
+                           lambda v, x: (_no_derivative(name, "v")(v, x), partial_x(v, x)), doc)
+    return cls
+
+
+j0 = special_function("j0", 1, lambda x: mpmath.besselj(0, x), lambda x: (-j1(x),), "Bessel J0.")
+j1 = special_function("j1", 1, lambda x: mpmath.besselj(1, x), lambda x: (j0(x) - j1(x) / x,), "Bessel J1.")
+y0 = special_function("y0", 1, _real(lambda x: mpmath.bessely(0, x)), lambda x: (-y1(x),), "Bessel Y0.")
+y1 = special_function("y1", 1, _real(lambda x: mpmath.bessely(1, x)), lambda x: (y0(x) - y1(x) / x,), "Bessel Y1.")
+k0 = special_function("k0", 1, _real(lambda x: mpmath.besselk(0, x)), lambda x: (-k1(x),), "Modified Bessel K0.")
+k1 = special_function("k1", 1, _real(lambda x: mpmath.besselk(1, x)), lambda x: (-k0(x) - k1(x) / x,),
+                      "Modified Bessel K1.")
+k0e = special_function("k0e", 1, _real(lambda x: mpmath.exp(x) * mpmath.besselk(0, x)),
+                       lambda x: (k0e(x) - k1e(x),), "exp(x) K0(x).")
+k1e = special_function("k1e", 1, _real(lambda x: mpmath.exp(x) * mpmath.besselk(1, x)),
+                       lambda x: (k1e(x) - k0e(x) - k1e(x) / x,), "exp(x) K1(x).")
+_special("j0", 1, _scipy("j0"), j0, lambda out, x: (-x.j1(),), mpmath=j0._mp, ufuncs=("scipy.special.j0",),
+         cython="j0", ref="DLMF 10.6.3: J0' = -J1")
+_special("j1", 1, _scipy("j1"), j1, lambda out, x: (x.eq(0.0).where(0.5, x.j0() - out / x),), mpmath=j1._mp,
+         ufuncs=("scipy.special.j1",), cython="j1", kink="1/2 at x = 0 (the limit; J1(x)/x -> 1/2)",
+         ref="DLMF 10.6.2: J1' = J0 - J1/x")
+_special("y0", 1, _scipy("y0"), y0, lambda out, x: (-x.y1(),), mpmath=y0._mp, ufuncs=("scipy.special.y0",),
+         cython="y0", domain=(_POS,), kink="+inf at x = 0 (the limit; Y0(0) = -inf); NaN for x < 0, as SciPy's Y0",
+         ref="DLMF 10.6.3: Y0' = -Y1")
+_special("y1", 1, _scipy("y1"), y1, lambda out, x: (x.eq(0.0).where(_INF, x.y0() - out / x),), mpmath=y1._mp,
+         ufuncs=("scipy.special.y1",), cython="y1", domain=(_POS,),
+         kink="+inf at x = 0 (the limit of 2/(pi x^2); the formula is -inf + inf there)",
+         ref="DLMF 10.6.2: Y1' = Y0 - Y1/x")
+_special("k0", 1, _scipy("k0"), k0, lambda out, x: (-x.k1(),), mpmath=k0._mp, ufuncs=("scipy.special.k0",),
+         cython="k0", domain=(_POS,), kink="-inf at x = 0 (the limit)", ref="DLMF 10.29.3: K0' = -K1")
+_special("k1", 1, _scipy("k1"), k1, lambda out, x: (-x.k0() - out / x,), mpmath=k1._mp,
+         ufuncs=("scipy.special.k1",), cython="k1", domain=(_POS,), kink="-inf at x = 0 (the limit)",
+         ref="DLMF 10.29.2: K1' = -K0 - K1/x")
+_special("k0e", 1, _scipy("k0e"), k0e, lambda out, x: (x.eq(0.0).where(-_INF, out - x.k1e()),), mpmath=k0e._mp,
+         ufuncs=("scipy.special.k0e",), cython="k0e", domain=(_POS,),
+         kink="-inf at x = 0 (the limit; the formula is inf - inf there)",
+         ref="DLMF 10.29.3 and the product rule: k0e' = k0e - k1e (which cancels to -k0e/(2x) for x >> 1: "
+             "about log2(x) bits lost, as i0e')")
+_special("k1e", 1, _scipy("k1e"), k1e,
+         lambda out, x: (x.eq(0.0).where(-_INF, (out - x.k0e()) - out / x),), mpmath=k1e._mp,
+         ufuncs=("scipy.special.k1e",), cython="k1e", domain=(_POS,),
+         kink="-inf at x = 0 (the limit; the formula is inf - inf there)",
+         ref="DLMF 10.29.2 and the product rule: k1e' = k1e - k0e - k1e/x (k1e - k0e cancels for x >> 1)")
+
+_ORDER_KINK = "the order v is a constant argument (no derivative in v; a traced v is refused)"
+jv = _bessel_order("jv", mpmath.besselj, "Bessel J_v(x) of real order v.",
+                   lambda v, x: ((jv(v - 1, x) - jv(v + 1, x)) / 2))
+yv = _bessel_order("yv", mpmath.bessely, "Bessel Y_v(x) of real order v.",
+                   lambda v, x: ((yv(v - 1, x) - yv(v + 1, x)) / 2))
+iv = _bessel_order("iv", mpmath.besseli, "Modified Bessel I_v(x) of real order v.",
+                   lambda v, x: ((iv(v - 1, x) + iv(v + 1, x)) / 2))
+kv = _bessel_order("kv", mpmath.besselk, "Modified Bessel K_v(x) of real order v.",
+                   lambda v, x: (-(kv(v - 1, x) + kv(v + 1, x)) / 2))
+ive = _bessel_order("ive", lambda v, x: mpmath.exp(-abs(x)) * mpmath.besseli(v, x), "exp(-|x|) I_v(x).",
+                    lambda v, x: ((ive(v - 1, x) + ive(v + 1, x)) / 2 - sp.sign(x) * ive(v, x)))
+kve = _bessel_order("kve", lambda v, x: mpmath.exp(x) * mpmath.besselk(v, x), "exp(x) K_v(x).",
+                    lambda v, x: (kve(v, x) - (kve(v - 1, x) + kve(v + 1, x)) / 2))
+
+
+def _order_op(name, cls, partial_x, *, domain, kink, ref):
+    _special(name, 2, _scipy(name), cls, lambda out, v, x: (None, partial_x(out, v, x)), mpmath=cls._mp,
+             ufuncs=(f"scipy.special.{name}",), cython=name, domain=domain, constant_args=(0,),
+             arg_names=("v", "x"), kink=f"{_ORDER_KINK}; {kink}" if kink else _ORDER_KINK, ref=ref)
+
+
+_order_op("jv", jv, lambda out, v, x: 0.5 * ((v - 1.0).jv(x) - (v + 1.0).jv(x)), domain=(_ORDER, _POS),
+          kink="at x = 0 the recurrence's value (0 or 1/2 for integer v, the limit +-inf for 0 < |v| < 1)",
+          ref="DLMF 10.6.1: J_v' = (J_{v-1} - J_{v+1})/2")
+_order_op("yv", yv, lambda out, v, x: 0.5 * ((v - 1.0).yv(x) - (v + 1.0).yv(x)), domain=(_ORDER, _POS),
+          kink="NaN at x = 0 (-inf - -inf; Y_v is infinite there for v >= 0)",
+          ref="DLMF 10.6.1: Y_v' = (Y_{v-1} - Y_{v+1})/2")
+_order_op("iv", iv, lambda out, v, x: 0.5 * ((v - 1.0).iv(x) + (v + 1.0).iv(x)), domain=(_ORDER, _POS),
+          kink="", ref="DLMF 10.29.1: I_v' = (I_{v-1} + I_{v+1})/2")
+_order_op("kv", kv, lambda out, v, x: -0.5 * ((v - 1.0).kv(x) + (v + 1.0).kv(x)), domain=(_ORDER, _POS),
+          kink="-inf at x = 0 (the limit)", ref="DLMF 10.29.1: K_v' = -(K_{v-1} + K_{v+1})/2")
+_order_op("ive", ive, lambda out, v, x: 0.5 * ((v - 1.0).ive(x) + (v + 1.0).ive(x)) - x.sign() * out,
+          domain=(_ORDER, _POS), kink="at x = 0 sign(0) = 0: (ive(v-1, 0) + ive(v+1, 0))/2",
+          ref="DLMF 10.29.1 and the product rule: ive' = (ive(v-1) + ive(v+1))/2 - sign(x) ive "
+              "(cancels for |x| >> 1, as i0e')")
+_order_op("kve", kve, lambda out, v, x: x.eq(0.0).where(-_INF, out - 0.5 * ((v - 1.0).kve(x) + (v + 1.0).kve(x))),
+          domain=(_ORDER, _POS), kink="-inf at x = 0 (the limit; the formula is inf - inf there)",
+          ref="DLMF 10.29.1 and the product rule: kve' = kve - (kve(v-1) + kve(v+1))/2 (cancels for x >> 1)")
 
 # -- NumPy ufuncs without an exact composite ------------------------------------------------------
 cbrt = special_function("cbrt", 1, _mp_cbrt, lambda x: (1 / (3 * cbrt(x)**2),), "Real cube root.")
