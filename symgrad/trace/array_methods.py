@@ -57,6 +57,22 @@ class ArrayMethods:
     def repeat(self, repeats, axis=None):
         return np.repeat(self, repeats, axis=axis)
 
+    @property
+    def real(self):
+        """The value itself: symgrad's values are real."""
+        return self
+
+    @property
+    def imag(self):
+        """Zeros of the value's shape: symgrad's values are real."""
+        return np.imag(self)
+
+    def conj(self):
+        """The value itself: symgrad's values are real."""
+        return self
+
+    conjugate = conj
+
     def all(self, *args, **kwargs):
         """ndarray.all(axis, out, keepdims, *, where) of a constant mask (NumPy's arguments and errors)."""
         return self._constant_mask("all")(*args, **kwargs)

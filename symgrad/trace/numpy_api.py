@@ -17,7 +17,7 @@ import numpy as np
 from ..errors import SourceLoc, TraceError, UnsupportedOperationError, format_error, user_location
 from ..ir.ops import REGISTRY
 from .linalg_api import FUNCTIONS as LINALG_FUNCTIONS
-from . import numpy_reductions, numpy_shapes, numpy_sorting
+from . import numpy_reductions, numpy_select, numpy_shapes, numpy_signal, numpy_sorting, numpy_statistics
 from .numpy_core import as_tracer as _as_tracer
 from .numpy_core import axes_of, concatenate, reshape, stack, traced_index_error, transpose
 from .numpy_shapes import fancy_getitem, is_fancy
@@ -70,6 +70,7 @@ _COMPOSITE = {
     np.rad2deg: lambda c, x: c.apply("mul", 180.0 / math.pi, x),
     np.radians: lambda c, x: c.apply("mul", math.pi / 180.0, x),  # NumPy's aliases, separate ufunc objects
     np.degrees: lambda c, x: c.apply("mul", 180.0 / math.pi, x),
+    np.conjugate: lambda c, x: x,  # np.conj too: symgrad's values are real, so conj is the identity
     np.fmax: _fmax_fmin("maximum"),
     np.fmin: _fmax_fmin("minimum"),
     # log2(2**a + 2**b) = logaddexp(a ln 2, b ln 2) / ln 2: the stable logaddexp, in base 2
@@ -433,6 +434,9 @@ FUNCTIONS = {
     else _as_tracer(c, np.full(_as_tracer(c, x).shape, float(fill_value))),
     np.shape: lambda c, x: _as_tracer(c, x).shape, np.ndim: lambda c, x: _as_tracer(c, x).ndim,
     np.size: lambda c, x: _as_tracer(c, x).size,
+    # symgrad's values are real: np.real is the value, np.imag zeros (derivative 0)
+    np.real: lambda c, val: _as_tracer(c, val),
+    np.imag: lambda c, val: _as_tracer(c, np.zeros(_as_tracer(c, val).core_shape)),
 }
 FUNCTIONS.update(LINALG_FUNCTIONS)  # np.linalg.norm, det, slogdet, inv, solve, cholesky, eigh, lstsq
 
@@ -448,10 +452,14 @@ def _qualified(func) -> str:
 FUNCTIONS.update(numpy_reductions.FUNCTIONS)
 FUNCTIONS.update(numpy_shapes.FUNCTIONS)
 FUNCTIONS.update(numpy_sorting.FUNCTIONS)  # np.sort, median, quantile, percentile
+FUNCTIONS.update(numpy_statistics.FUNCTIONS)  # np.cov, corrcoef, nanmax, nanmin, nanvar, nanstd, nanprod
+FUNCTIONS.update(numpy_signal.FUNCTIONS)  # np.convolve, correlate, trapezoid, gradient, ediff1d
+FUNCTIONS.update(numpy_select.FUNCTIONS)  # np.select, piecewise
 
 # Functions that act element by element: they keep a probe at scalar cores going (see
 # symgrad.trace.tracer.NotElementwise).  Every other function needs whole arrays.
-ELEMENTWISE_FUNCTIONS = {np.where, np.clip, np.round, np.around, np.sinc}
+ELEMENTWISE_FUNCTIONS = {np.where, np.clip, np.round, np.around, np.sinc, np.select, np.piecewise, np.real,
+                         np.imag}
 
 
 def apply_function(ctx: TraceContext, func, args, kwargs):

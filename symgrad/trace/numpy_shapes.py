@@ -372,6 +372,41 @@ def _reject_traced_function(name, advice):
     return build
 
 
+def meshgrid(ctx, *xi, copy=True, sparse=False, indexing="xy"):
+    """np.meshgrid: input i (flattened) along axis i of the result, the first two axes swapped for
+    ``indexing="xy"`` (NumPy's default); each broadcast to the full grid unless ``sparse``.
+
+    Shapes: ``xy`` (len(x1), len(x0), len(x2), ...), ``ij`` (len(x0), len(x1), ...); a tuple of
+    arrays.  Raises ValueError for another ``indexing`` (NumPy's message)."""
+    if indexing not in ("xy", "ij"):
+        raise ValueError("Valid values for `indexing` are 'xy' and 'ij'.")
+    ndim = len(xi)
+    s0 = (1,) * ndim
+    out = [core.reshape(ctx, _t(ctx, x), s0[:i] + (-1,) + s0[i + 1:]) for i, x in enumerate(xi)]
+    if indexing == "xy" and ndim > 1:
+        out[0] = core.reshape(ctx, out[0], (1, -1) + s0[2:])
+        out[1] = core.reshape(ctx, out[1], (-1, 1) + s0[2:])
+    if not sparse:
+        shape = np.broadcast_shapes(*(o.shape for o in out))
+        out = [o if o.shape == shape else ctx.apply("broadcast_to", o, params=(shape,)) for o in out]
+    return tuple(out)
+
+
+def count_nonzero(ctx, a, axis=None, *, keepdims=False):
+    """np.count_nonzero: NumPy's count when the array folded to a constant; of a traced array it
+    raises UnsupportedOperationError (an integer count of the input's values has no derivative and
+    is not a traced float), naming ``np.sum(a != 0, axis=...)``, which traces (a float, derivative 0)."""
+    x = _t(ctx, a)
+    g = ctx.graph
+    if g[x.id].op in ("bconst", "const"):
+        return np.count_nonzero(g.consts[x.id], axis=axis, keepdims=keepdims)
+    raise UnsupportedOperationError(format_error(
+        "numpy.count_nonzero of a traced value", "it returns an integer count that depends on the input's "
+        "values: it has no derivative and cannot be a traced (float) value",
+        "write np.sum(a != 0, axis=...) for the count as a float (its derivative is 0), or count outside "
+        "the traced function", user_location(3)))
+
+
 def _truth(name):
     def build(ctx, a, axis=None, out=None, keepdims=False, **kw):
         if out is not None or kw:
@@ -393,4 +428,5 @@ FUNCTIONS = {
     np.outer: outer, np.kron: kron, np.cross: cross, np.copy: copy,
     np.nonzero: _reject_traced_function("nonzero", "use a constant mask, or np.where(condition, x, other)"),
     np.argwhere: _reject_traced_function("argwhere", "use a constant mask, or np.where(condition, x, other)"),
+    np.meshgrid: meshgrid, np.count_nonzero: count_nonzero,
 }
