@@ -12,6 +12,8 @@ import os
 import sys
 from dataclasses import dataclass
 
+import numpy as np
+
 __all__ = [
     "SymgradError", "TraceError", "UnsupportedOperationError", "SignatureError",
     "ShapeError", "DTypeError", "RuleError", "ArgumentError", "SymgradWarning", "CacheWarning", "SourceLoc",
@@ -92,11 +94,15 @@ class SourceLoc:
         return f"in {self.function} at {self.filename}:{self.lineno}\n    {self.lineno} | {self.line}"
 
 
+_NUMPY_DIR = os.path.dirname(os.path.abspath(np.__file__)) + os.sep
+
+
 def _is_internal(filename: str) -> bool:
     path = os.path.abspath(filename)
     if path.startswith(_PKG_DIR) and os.sep + "tests" + os.sep not in path:
         return True
-    return "numpy" + os.sep in path or filename.startswith("<frozen")
+    # NumPy's own files, not any path with a directory ending in "numpy" (a project in ~/my-numpy/)
+    return path.startswith(_NUMPY_DIR) or filename.startswith("<frozen")
 
 
 def user_location(skip: int = 1) -> SourceLoc | None:

@@ -279,3 +279,17 @@ def test_bad_calls_raise_typed_errors(bad, exc, pattern):
 def test_count_nonzero_of_a_constant_is_numpys_and_the_suggested_spelling_traces():
     got = sg.jit(lambda v: np.sum(v != 0) + np.count_nonzero(np.zeros_like(v)), stabilize=False)(X8)
     assert got == np.count_nonzero(X8) == 7
+
+
+def test_nan_reductions_of_values_masked_with_a_nan_constant():
+    """np.where(mask, np.nan, x) then a nan-reduction (how users drop values): the region holding
+    the NaN constant is not searched (SymPy cannot order a product with NaN in it; it raised
+    "Invalid NaN comparison" from the stabiliser), and the gradient is right, against JAX."""
+    jax = pytest.importorskip("jax")
+    jax.config.update("jax_enable_x64", True)
+    jnp = jax.numpy
+    x = np.array([0.5, 1.7, 0.9, 1.2, 2.0, 0.7])
+    got = sg.grad(lambda x: np.nanstd(np.where(x > 1.5, np.nan, x)))(x)
+    want = jax.grad(lambda x: jnp.nanstd(jnp.where(x > 1.5, jnp.nan, x)))(x)
+    np.testing.assert_allclose(got, want, rtol=1e-13, atol=1e-15)
+    assert got[1] == got[4] == 0.0

@@ -285,6 +285,12 @@ def _candidates(g: Graph, roots: list[int], names: dict, header: list[str], dead
         if cpu_clock() > deadline:
             raise StabilizeBudgetExceeded("budget spent while collecting regions")
         expr, leaves, size = _region_expr(g, root)
+        if size and expr.has(sp.nan):  # np.where(c, np.nan, x): SymPy cannot order a product with NaN in it
+            if root in names:
+                header.append(f"stabilize: {name} not searched (it holds a NaN constant)")
+            else:
+                notes.setdefault(root, []).append("stabilize: not searched (the region holds a NaN constant)")
+            continue
         if size:
             out.append((root, name, expr, leaves))
     if big:

@@ -16,15 +16,10 @@ import numpy as np
 from ..errors import format_error, user_location
 from . import numpy_core as core
 from .numpy_core import normalize_axis_index
-from .numpy_reductions import diff, unsupported_arg
+from .numpy_reductions import _slice, diff, unsupported_arg
 from .tracer import Tracer
 
 _MODES = {"valid": "valid", "same": "same", "full": "full", 0: "valid", 1: "same", 2: "full"}
-
-
-def _slice(ctx, x, ax, start, stop):
-    """``x[..., start:stop, ...]`` with the slice on axis ``ax`` (constant bounds)."""
-    return ctx.apply("getitem", x, params=((("s", None, None, None),) * ax + (("s", start, stop, None),),))
 
 
 def _mode(func: str, mode) -> str:
