@@ -121,11 +121,13 @@ _SPECIAL = np.array([0.0, -0.0, 1.0, -1.0, 0.5, 2.0, 3.0, 1e-310, -1e-310, 1e300
 
 
 def _all_ops_program(x, y, n):
-    """Every elementwise op applied to ``x`` (and ``y``; ``n`` for an integer order)."""
+    """Every elementwise op applied to ``x`` (and ``y``; ``n`` for an integer order and for an argument
+    without a derivative rule, ``OpDef.constant_args``: ``n`` is not differentiated)."""
     out = []
     for name in ELEMENTWISE:
-        domain = REGISTRY[name].domain
-        args = [n if d == "order" else (x if k == 0 else y) for k, d in enumerate(domain)]
+        op = REGISTRY[name]
+        args = [n if d == "order" or k in op.constant_args else (x if k == 0 else y)
+                for k, d in enumerate(op.domain)]
         out.append(x.ctx.apply(name, *args))
     return tuple(out)
 
