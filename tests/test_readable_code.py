@@ -137,3 +137,16 @@ def test_cli_text_prints_named_definitions_once(capsys):
     out = capsys.readouterr().out
     assert "  where\n    inner = " in out and "\n    t = tanh(inner)" in out, out
     assert out.count("tanh(") == 1, out
+
+
+def test_a_trace_without_a_user_frame_still_prints(monkeypatch):
+    """Where no frame of the stack is the user's (every one is symgrad's, NumPy's or frozen), the
+    node has no source line: the kernel is printed without one (it used to fail in the printer,
+    sorting None with (file, line) pairs)."""
+    import importlib
+
+    tracer = importlib.import_module("symgrad.trace.tracer")  # (symgrad.trace is also a function's name)
+    monkeypatch.setattr(tracer, "_user_line", lambda frame: None)
+    g = sg.grad(lambda x: np.sin(x) * x, stabilize=False)
+    assert g(1.0) == np.cos(1.0) * 1.0 + np.sin(1.0)
+    assert "def " in g.source(1.0)

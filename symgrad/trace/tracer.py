@@ -200,7 +200,9 @@ class TraceContext:
         try:
             nid = self.graph.apply(op, *ids, params=params)
             if nid not in self.graph.lines:  # for "# line N: ..." comments in generated code
-                self.graph.lines[nid] = _user_line(sys._getframe(1))
+                where = _user_line(sys._getframe(1))
+                if where is not None:  # (no user frame: every frame is symgrad's, NumPy's or frozen)
+                    self.graph.lines[nid] = where
         except (TypeError, ValueError) as exc:
             shapes = ", ".join(str(self.graph.shape(i)) for i in ids)
             raise type(exc)(format_error(
