@@ -228,9 +228,9 @@ class DDEvaluator:
             s, sure = x.sign()
             return (s < 0) & sure & np.isfinite(x.r)
 
-        out = none
+        out = none  # an input, a constant, or a node NaN does not pass through for certain
         if e in self.pos or not e.free_symbols:
-            out = none
+            pass
         elif e.is_Add or e.is_Mul:
             out = np.logical_or.reduce([rec(a) for a in e.args])
         elif e.is_Pow:

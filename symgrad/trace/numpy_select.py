@@ -16,7 +16,7 @@ from . import numpy_core as core
 from .tracer import Tracer
 
 
-def _condition(ctx, func: str, i: int, cond, strict: bool):
+def _condition(ctx, i: int, cond, strict: bool):
     """Condition ``i`` as a boolean Tracer or array.  ``strict`` (np.select): it must be boolean
     (TypeError as NumPy); otherwise (np.piecewise) it is cast to bool as NumPy's ``asarray(dtype=bool)``."""
     if isinstance(cond, Tracer):
@@ -45,7 +45,7 @@ def select(ctx, condlist, choicelist, default=0):
         raise ValueError("list of cases must be same length as list of conditions")
     if not condlist:
         raise ValueError("select with an empty condition list is not possible")
-    conds = [_condition(ctx, "select", i, c, strict=True) for i, c in enumerate(condlist)]
+    conds = [_condition(ctx, i, c, strict=True) for i, c in enumerate(condlist)]
     result = default
     for cond, choice in zip(reversed(conds), reversed(choicelist)):
         result = ctx.apply("where", cond, choice, result)
@@ -81,7 +81,7 @@ def piecewise(ctx, x, condlist, funclist, *args, **kw):
     Shape: x's.  Raises ValueError when the number of functions is neither the number of conditions
     nor one more (NumPy's message), and for a condition that does not broadcast to x."""
     xt = core.as_tracer(ctx, x)
-    conds = [_condition(ctx, "piecewise", i, c, strict=False) for i, c in enumerate(_conditions(xt, condlist))]
+    conds = [_condition(ctx, i, c, strict=False) for i, c in enumerate(_conditions(xt, condlist))]
     funclist = list(funclist)
     n, n2 = len(conds), len(funclist)
     if n2 not in (n, n + 1):

@@ -246,19 +246,10 @@ def ediff1d(ctx, ary, to_end=None, to_begin=None):
 
     Shape: (max(size - 1, 0) + len(to_begin) + len(to_end),)."""
     flat = core.reshape(ctx, core.as_tracer(ctx, ary), (-1,))
-    n = flat.shape[0]
-    parts = []
-    for edge, middle in ((to_begin, None), (None, True), (to_end, None)):
-        if middle:
-            if n > 1:
-                parts.append(ctx.apply("sub", _slice(ctx, flat, 0, 1, n), _slice(ctx, flat, 0, 0, n - 1)))
-        elif edge is not None:
-            e = core.reshape(ctx, core.as_tracer(ctx, edge), (-1,))
-            if e.shape[0]:
-                parts.append(e)
-    if not parts:
-        return core.as_tracer(ctx, np.zeros(0))
-    return core.concatenate(ctx, parts, axis=0)
+    edges = [core.reshape(ctx, core.as_tracer(ctx, e), (-1,)) if e is not None else None for e in (to_begin, to_end)]
+    middle = diff(ctx, flat) if flat.shape[0] > 1 else None
+    parts = [p for p in (edges[0], middle, edges[1]) if p is not None and p.shape[0]]
+    return core.concatenate(ctx, parts, axis=0) if parts else core.as_tracer(ctx, np.zeros(0))
 
 
 FUNCTIONS = {np.convolve: convolve, np.correlate: correlate, np.trapezoid: trapezoid, np.gradient: gradient,

@@ -16,7 +16,7 @@ import numpy as np
 from ..errors import format_error, user_location
 from . import numpy_core as core
 from .numpy_core import axes_of
-from .numpy_reductions import _NO_VALUE, _mask, check_dtype, np_max, np_min, prod, reject_given, var
+from .numpy_reductions import _NO_VALUE, _count, _mask, _not_nan, check_dtype, np_max, np_min, prod, reject_given, var
 from .tracer import Tracer
 
 
@@ -79,10 +79,6 @@ def corrcoef(ctx, x, y=None, rowvar=True, *, dtype=None):
     return ctx.apply("minimum", ctx.apply("maximum", r, -1.0), 1.0)
 
 
-def _not_nan(ctx, x):
-    return ctx.apply("eq", x, x)
-
-
 def _nan_extreme(name: str, fill: float, reduce):
     def build(ctx, a, axis=None, out=None, keepdims=_NO_VALUE, initial=_NO_VALUE, where=_NO_VALUE):
         reject_given(name, out=out)
@@ -92,7 +88,7 @@ def _nan_extreme(name: str, fill: float, reduce):
         if initial is not _NO_VALUE:  # NumPy's fmax.reduce: an all-NaN slice gives the initial value
             return res
         keep = False if keepdims is _NO_VALUE else bool(keepdims)
-        kept = core.np_sum(ctx, ctx.apply("where", ok, 1.0, 0.0), axes_of(axis, x.ndim), keepdims=keep)
+        kept = _count(ctx, x, ok, axes_of(axis, x.ndim), keep)
         return ctx.apply("where", ctx.apply("eq", kept, 0.0), np.nan, res)
     build.__name__ = build.__qualname__ = name
     build.__doc__ = (f"np.{name}: np.{name[3:]} of ``where(isnan(a), {fill}, a)``, NaN where a slice is all NaN "
